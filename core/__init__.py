@@ -1,0 +1,1 @@
+"""FuseLens core: graph IR, loaders, samples, runtime and everything else that is not a pass or Qt."""

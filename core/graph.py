@@ -1,0 +1,411 @@
+"""Graph IR: an immutable-by-convention view of a TF GraphDef with producer/consumer indexes.
+
+A pass never edits a NodeDef it received. It asks `graph.editor()` for a copy-on-write
+`GraphEditor`, changes that, and `build()`s a new `Graph`; the original stays untouched
+(`tests/core/test_graph.py` checks this by serialising before and after).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from core import proto
+from core.errors import FuseLensError
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+# Ops that only forward their input unchanged: a constant behind them is still a constant.
+FORWARDING_OPS = frozenset({"Identity", "Snapshot", "StopGradient"})
+# Ops whose back edges legitimately close a cycle (TF1 while loops).
+LOOP_BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
+# Nodes that are never a model output even when nothing consumes them.
+NON_OUTPUT_OPS = frozenset({"NoOp", "Const", "Assert", "VarHandleOp", "SaveV2", "RestoreV2"})
+
+
+@dataclass(frozen=True, order=True)
+class TensorRef:
+    """One input string of a NodeDef: `name`, `name:port` or `^name` (control)."""
+
+    node: str
+    port: int = 0
+    control: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> TensorRef:
+        if text.startswith("^"):
+            return cls(text[1:], 0, True)
+        name, sep, port = text.rpartition(":")
+        if sep and port.isdigit():
+            return cls(name, int(port))
+        return cls(text, 0)
+
+    def __str__(self) -> str:
+        if self.control:
+            return f"^{self.node}"
+        return self.node if self.port == 0 else f"{self.node}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Consumer:
+    """A data edge seen from its producer: `node` reads the tensor at input slot `index`."""
+
+    node: str
+    index: int
+    port: int
+
+
+class Graph:
+    """A GraphDef plus indexes. Treat as immutable; use `editor()` to derive a new graph."""
+
+    def __init__(self, graph_def: proto.GraphDef, *, source: str = "<graph>", validate: bool = True):
+        self.graph_def = graph_def
+        self.source = source
+        self.nodes: dict[str, proto.NodeDef] = {}
+        duplicates: list[str] = []
+        for node in graph_def.node:
+            if node.name in self.nodes:
+                duplicates.append(node.name)
+            self.nodes[node.name] = node
+        self._inputs: dict[str, list[TensorRef]] = {
+            name: [TensorRef.parse(s) for s in node.input] for name, node in self.nodes.items()
+        }
+        self._consumers: dict[str, list[Consumer]] = defaultdict(list)
+        self._control_consumers: dict[str, list[str]] = defaultdict(list)
+        for name, refs in self._inputs.items():
+            for index, ref in enumerate(refs):
+                if ref.control:
+                    self._control_consumers[ref.node].append(name)
+                else:
+                    self._consumers[ref.node].append(Consumer(name, index, ref.port))
+        self._shapes: dict[tuple[str, int], tuple[int | None, ...] | None] | None = None
+        if validate:
+            self.validate(duplicates)
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def from_bytes(cls, data: bytes, *, source: str = "<bytes>", validate: bool = True) -> Graph:
+        return cls(proto.GraphDef.FromString(data), source=source, validate=validate)
+
+    def editor(self) -> GraphEditor:
+        return GraphEditor(self)
+
+    # ---- basic queries ------------------------------------------------------------------
+    def __contains__(self, name: object) -> bool:
+        return name in self.nodes
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __iter__(self) -> Iterator[proto.NodeDef]:
+        return iter(self.nodes.values())
+
+    def node(self, name: str) -> proto.NodeDef:
+        try:
+            return self.nodes[name]
+        except KeyError:
+            raise KeyError(f"no node named {name!r} in {self.source}") from None
+
+    def op(self, name: str) -> str:
+        return self.node(name).op
+
+    def inputs(self, name: str) -> list[TensorRef]:
+        """Data inputs only, in slot order."""
+        return [ref for ref in self._inputs[name] if not ref.control]
+
+    def control_inputs(self, name: str) -> list[str]:
+        return [ref.node for ref in self._inputs[name] if ref.control]
+
+    def input_node(self, name: str, index: int) -> str:
+        return self.inputs(name)[index].node
+
+    def consumers(self, name: str, port: int | None = None) -> list[Consumer]:
+        """Data consumers of a node's outputs (of one `port` if given)."""
+        found = self._consumers.get(name, [])
+        return found if port is None else [c for c in found if c.port == port]
+
+    def control_consumers(self, name: str) -> list[str]:
+        return self._control_consumers.get(name, [])
+
+    def consumer_nodes(self, name: str) -> list[str]:
+        """Distinct nodes that read any output of `name` (data or control), in graph order."""
+        seen = dict.fromkeys(c.node for c in self.consumers(name))
+        seen.update(dict.fromkeys(self.control_consumers(name)))
+        return list(seen)
+
+    def attr(self, name: str, key: str, default: Any = None) -> Any:
+        """A node attribute as a Python value (s decoded, lists as lists, tensors as arrays)."""
+        node = self.node(name)
+        if key not in node.attr:
+            return default
+        return attr_value(node.attr[key])
+
+    # ---- constants ----------------------------------------------------------------------
+    def const_source(self, name: str) -> str | None:
+        """The Const node behind `name`, looking through Identity (frozen ReadVariableOp)."""
+        seen = set()
+        while name in self.nodes and name not in seen:
+            seen.add(name)
+            node = self.nodes[name]
+            if node.op == "Const":
+                return name
+            if node.op in FORWARDING_OPS and self.inputs(name):
+                name = self.inputs(name)[0].node
+                continue
+            return None
+        return None
+
+    def is_const(self, name: str) -> bool:
+        return self.const_source(name) is not None
+
+    def const_value(self, name: str) -> np.ndarray | None:
+        source = self.const_source(name)
+        if source is None:
+            return None
+        return proto.tensor_to_ndarray(self.nodes[source].attr["value"].tensor)
+
+    # ---- model interface ----------------------------------------------------------------
+    def placeholders(self) -> list[str]:
+        return [n.name for n in self if n.op == "Placeholder"]
+
+    def outputs(self) -> list[str]:
+        """Nodes whose data nothing reads: what a user of the frozen graph fetches."""
+        return [
+            n.name
+            for n in self
+            if n.op not in NON_OUTPUT_OPS and n.op != "Placeholder" and not self._consumers.get(n.name)
+        ]
+
+    def placeholder_spec(self, name: str) -> tuple[str, tuple[int | None, ...] | None]:
+        """(dtype name, shape) of a Placeholder; shape None when the rank is unknown."""
+        node = self.node(name)
+        shape = proto.shape_tuple(node.attr["shape"].shape) if "shape" in node.attr else None
+        return proto.dtype_name(node.attr["dtype"].type), shape
+
+    # ---- shapes -------------------------------------------------------------------------
+    def output_shape(self, name: str, port: int = 0) -> tuple[int | None, ...] | None:
+        """Static shape of an output, from `_output_shapes` or TensorFlow's shape inference.
+
+        Inference imports TensorFlow once per graph; samples carry `_output_shapes` already.
+        """
+        if self._shapes is None:
+            self._shapes = self._collect_shapes()
+        return self._shapes.get((name, port))
+
+    def _collect_shapes(self) -> dict[tuple[str, int], tuple[int | None, ...] | None]:
+        shapes: dict[tuple[str, int], tuple[int | None, ...] | None] = {}
+        complete = True
+        for node in self:
+            if "_output_shapes" in node.attr:
+                for port, shape in enumerate(node.attr["_output_shapes"].list.shape):
+                    shapes[(node.name, port)] = proto.shape_tuple(shape)
+            elif node.op not in ("NoOp",):
+                complete = False
+        if complete:
+            return shapes
+        from core.tfshapes import infer_shapes
+
+        inferred = infer_shapes(self)
+        inferred.update(shapes)
+        return inferred
+
+    def has_shapes(self) -> bool:
+        return self._shapes is not None
+
+    # ---- structure ----------------------------------------------------------------------
+    @property
+    def functions(self) -> dict[str, proto.FunctionDef]:
+        return {f.signature.name: f for f in self.graph_def.library.function}
+
+    @cached_property
+    def fingerprint(self) -> str:
+        return hashlib.sha1(self.graph_def.SerializeToString(deterministic=True)).hexdigest()
+
+    def op_histogram(self) -> dict[str, int]:
+        counts: dict[str, int] = defaultdict(int)
+        for node in self:
+            counts[node.op] += 1
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def edge_count(self) -> int:
+        return sum(len(refs) for refs in self._inputs.values())
+
+    def topological_order(self) -> list[str]:
+        """Kahn's order over data and control edges, ignoring loop back edges."""
+        indegree = {name: 0 for name in self.nodes}
+        for name, refs in self._inputs.items():
+            for ref in refs:
+                if ref.node in self.nodes and self.nodes[ref.node].op not in LOOP_BACK_EDGE_OPS:
+                    indegree[name] += 1
+        ready = [name for name, deg in indegree.items() if deg == 0]
+        order: list[str] = []
+        while ready:
+            name = ready.pop()
+            order.append(name)
+            if self.nodes[name].op in LOOP_BACK_EDGE_OPS:
+                continue
+            for consumer in self.consumer_nodes(name):
+                for ref in self._inputs[consumer]:
+                    if ref.node == name:
+                        indegree[consumer] -= 1
+                if indegree[consumer] == 0:
+                    ready.append(consumer)
+        return order
+
+    def to_networkx(self, *, control: bool = True) -> nx.MultiDiGraph:
+        import networkx as nx
+
+        g = nx.MultiDiGraph()
+        for node in self:
+            g.add_node(node.name, op=node.op)
+        for name, refs in self._inputs.items():
+            for index, ref in enumerate(refs):
+                if ref.control and not control:
+                    continue
+                g.add_edge(ref.node, name, port=ref.port, index=index, control=ref.control)
+        return g
+
+    def validate(self, duplicates: Iterable[str] = ()) -> None:
+        """Raise one FuseLensError listing what makes this graph unusable."""
+        problems: list[str] = []
+        duplicates = sorted(set(duplicates))
+        if duplicates:
+            problems.append(f"duplicate node names: {', '.join(duplicates[:5])}")
+        if not self.nodes:
+            problems.append("the graph has no nodes")
+        dangling = [
+            f"{name} -> {ref}" for name, refs in self._inputs.items() for ref in refs if ref.node not in self.nodes
+        ]
+        if dangling:
+            more = f" (+{len(dangling) - 3} more)" if len(dangling) > 3 else ""
+            problems.append(f"inputs name missing nodes: {'; '.join(dangling[:3])}{more}")
+        if not problems and len(self.topological_order()) != len(self.nodes):
+            problems.append("the graph has a cycle outside a TensorFlow while loop")
+        if problems:
+            raise FuseLensError(f"{self.source}: " + "; ".join(problems))
+
+
+def attr_value(value: proto.AttrValue) -> Any:
+    """An AttrValue as plain Python: bytes decoded, lists as lists, tensors as numpy arrays."""
+    kind = value.WhichOneof("value")
+    if kind == "s":
+        return value.s.decode("utf-8", "replace")
+    if kind in ("i", "f", "b", "type"):
+        return getattr(value, kind)
+    if kind == "shape":
+        return proto.shape_tuple(value.shape)
+    if kind == "tensor":
+        return proto.tensor_to_ndarray(value.tensor)
+    if kind == "func":
+        return value.func.name
+    if kind == "list":
+        lst = value.list
+        for field in ("s", "i", "f", "b", "type", "shape"):
+            items = list(getattr(lst, field))
+            if items:
+                if field == "s":
+                    return [x.decode("utf-8", "replace") for x in items]
+                if field == "shape":
+                    return [proto.shape_tuple(x) for x in items]
+                return items
+        return []
+    return None
+
+
+class GraphEditor:
+    """Copy-on-write edits over a Graph; `build()` returns a new Graph, the source is untouched."""
+
+    def __init__(self, graph: Graph):
+        self.source = graph
+        self._nodes: dict[str, proto.NodeDef] = dict(graph.nodes)
+        self._copied: set[str] = set()
+        self._added_after: dict[str, list[str]] = defaultdict(list)
+        self._functions: list[proto.FunctionDef] = []
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._nodes
+
+    def node(self, name: str) -> proto.NodeDef:
+        """Read-only access (may be the source graph's NodeDef: do not modify)."""
+        return self._nodes[name]
+
+    def mutable(self, name: str) -> proto.NodeDef:
+        """A private copy of the node that this editor may change."""
+        if name not in self._copied:
+            copy = proto.NodeDef()
+            copy.CopyFrom(self._nodes[name])
+            self._nodes[name] = copy
+            self._copied.add(name)
+        return self._nodes[name]
+
+    def add(self, node: proto.NodeDef, *, after: str | None = None) -> str:
+        """Add a new node (placed after `after` in the output order when given)."""
+        if node.name in self._nodes:
+            raise ValueError(f"node {node.name!r} already exists")
+        self._nodes[node.name] = node
+        self._copied.add(node.name)
+        self._added_after[after or ""].append(node.name)
+        return node.name
+
+    def remove(self, *names: str) -> None:
+        for name in names:
+            self._nodes.pop(name, None)
+
+    def unique_name(self, base: str) -> str:
+        if base not in self._nodes:
+            return base
+        i = 1
+        while f"{base}_{i}" in self._nodes:
+            i += 1
+        return f"{base}_{i}"
+
+    def set_input(self, name: str, index: int, ref: TensorRef | str) -> None:
+        self.mutable(name).input[index] = str(ref)
+
+    def redirect(self, old: TensorRef, new: TensorRef, *, exclude: Iterable[str] = ()) -> None:
+        """Make every consumer of tensor `old` read `new` instead (control edges follow too)."""
+        excluded = set(exclude)
+        old_text = str(old)
+        old_ctrl = f"^{old.node}"
+        for name in list(self._nodes):
+            if name in excluded:
+                continue
+            node = self._nodes[name]
+            for i, text in enumerate(node.input):
+                if text == old_text or (old.port == 0 and text == f"{old.node}:0"):
+                    self.mutable(name).input[i] = str(new)
+                elif text == old_ctrl and old.port == 0:
+                    self.mutable(name).input[i] = f"^{new.node}"
+
+    def add_function(self, function: proto.FunctionDef) -> None:
+        self._functions.append(function)
+
+    def build(self, *, validate: bool = True) -> Graph:
+        graph_def = proto.GraphDef()
+        graph_def.versions.CopyFrom(self.source.graph_def.versions)
+        graph_def.library.CopyFrom(self.source.graph_def.library)
+        graph_def.library.function.extend(self._functions)
+
+        emitted: set[str] = set()
+
+        def emit(name: str) -> None:
+            if name in self._nodes and name not in emitted:
+                emitted.add(name)
+                graph_def.node.append(self._nodes[name])
+            for added in self._added_after.get(name, ()):
+                emit(added)
+
+        for name in self.source.nodes:
+            emit(name)
+        for name in self._added_after.get("", ()):
+            emit(name)
+        for name in self._nodes:  # added after a node that was later removed
+            emit(name)
+        return Graph(graph_def, source=self.source.source, validate=validate)

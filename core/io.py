@@ -1,0 +1,33 @@
+"""Atomic output: a crash mid-write never leaves a half file, and the user's model is never overwritten."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from core.errors import FuseLensError
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, protect: str | None = None) -> Path:
+    """Write via a temp file + rename. `protect` names an input that must not be overwritten."""
+    target = Path(path)
+    if protect is not None and Path(protect).exists() and target.exists() and target.samefile(protect):
+        raise FuseLensError(f"{target}: refusing to overwrite the input model; choose another output path")
+    if target.is_dir():
+        raise FuseLensError(f"{target}: is a directory; give a file name")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, target)
+    except OSError as e:
+        raise FuseLensError(f"{target}: cannot write ({e.strerror})") from None
+    return target
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any, *, protect: str | None = None) -> Path:
+    return write_bytes_atomic(path, json.dumps(data, indent=2, default=str).encode() + b"\n", protect=protect)

@@ -1,0 +1,1 @@
+"""Fusion passes: pattern engine, Match / NearMiss records, registry, and the scope, AMCT and AutoFuse families."""

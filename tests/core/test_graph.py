@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core import proto
+from core.errors import FuseLensError
+from core.graph import Graph, TensorRef
+from core.nodes import make_const, make_node
+
+
+def small_graph() -> Graph:
+    gd = proto.GraphDef()
+    gd.node.extend([
+        make_node("Placeholder", "x", attrs={"dtype": proto.AttrValue(type=proto.DT_FLOAT)}),
+        make_const("w", np.arange(6, dtype=np.float32).reshape(2, 3)),
+        make_node("Identity", "w/read", ["w"]),
+        make_node("MatMul", "mm", ["x", "w/read"]),
+        make_node("Split", "split", ["mm"], {"num_split": 2}),
+        make_node("AddV2", "add", ["split:1", "split", "^mm"]),
+    ])
+    return Graph(gd, source="small")
+
+
+@pytest.mark.parametrize("text,ref", [
+    ("a/b", TensorRef("a/b", 0)),
+    ("a/b:3", TensorRef("a/b", 3)),
+    ("^a/b", TensorRef("a/b", 0, True)),
+    ("weird:name:1", TensorRef("weird:name", 1)),
+])
+def test_input_strings_parse_and_print_back(text, ref):
+    assert TensorRef.parse(text) == ref
+    assert str(ref) == (text if not text.endswith(":0") else text[:-2])
+
+
+def test_indexes_ports_and_control_edges():
+    g = small_graph()
+    assert [str(r) for r in g.inputs("add")] == ["split:1", "split"]
+    assert g.control_inputs("add") == ["mm"]
+    assert {(c.node, c.index, c.port) for c in g.consumers("split")} == {("add", 0, 1), ("add", 1, 0)}
+    assert [c.node for c in g.consumers("split", port=1)] == ["add"]
+    assert g.control_consumers("mm") == ["add"]
+    assert g.consumer_nodes("mm") == ["split", "add"]
+    assert g.outputs() == ["add"]
+
+
+def test_constants_are_seen_through_identity():
+    g = small_graph()
+    assert g.const_source("w/read") == "w"
+    np.testing.assert_array_equal(g.const_value("w/read"), np.arange(6).reshape(2, 3))
+    assert g.const_value("mm") is None
+
+
+def test_editor_is_copy_on_write():
+    g = small_graph()
+    before = g.graph_def.SerializeToString(deterministic=True)
+    ed = g.editor()
+    ed.mutable("mm").input[1] = "w"
+    ed.add(make_node("Relu", "relu", ["add"]), after="add")
+    ed.redirect(TensorRef("split", 1), TensorRef("mm"), exclude=["split"])
+    ed.remove("w/read")
+    new = ed.build()
+    assert g.graph_def.SerializeToString(deterministic=True) == before
+    assert "w/read" in g and "w/read" not in new
+    assert [str(r) for r in new.inputs("add")] == ["mm", "split"]
+    assert list(new.nodes)[-1] == "relu"
+
+
+def test_validation_names_every_problem():
+    gd = proto.GraphDef()
+    gd.node.extend([make_node("Relu", "a", ["ghost"]), make_node("NoOp", "b"), make_node("NoOp", "b")])
+    with pytest.raises(FuseLensError, match=r"bad\.pb: duplicate node names: b; inputs name missing nodes: a -> ghost"):
+        Graph(gd, source="bad.pb")
+
+
+def test_cycle_outside_loop_is_rejected_but_loop_back_edge_is_fine():
+    gd = proto.GraphDef()
+    gd.node.extend([make_node("Relu", "a", ["b"]), make_node("Relu", "b", ["a"])])
+    with pytest.raises(FuseLensError, match="cycle outside a TensorFlow while loop"):
+        Graph(gd, source="cyc")
+    loop = proto.GraphDef()
+    loop.node.extend([
+        make_node("Placeholder", "x"),
+        make_node("Merge", "merge", ["x", "next"]),
+        make_node("Relu", "body", ["merge"]),
+        make_node("NextIteration", "next", ["body"]),
+    ])
+    assert len(Graph(loop).topological_order()) == 4
+
+
+def test_networkx_view_has_ports_and_control_flags():
+    nxg = small_graph().to_networkx()
+    edges = {(u, v, d["port"], d["control"]) for u, v, d in nxg.edges(data=True)}
+    assert ("split", "add", 1, False) in edges and ("mm", "add", 0, True) in edges
+
+
+def test_shapes_come_from_output_shapes_attr(load_sample):
+    g = load_sample("abs_relu_exp")
+    assert g.output_shape("exp_0") == (128, 192)
+    assert g.placeholder_spec("data1") == ("float16", (128, 192))
