@@ -86,6 +86,7 @@ class Graph:
                 else:
                     self._consumers[ref.node].append(Consumer(name, index, ref.port))
         self._shapes: dict[tuple[str, int], tuple[int | None, ...] | None] | None = None
+        self._info: dict[tuple[str, int], tuple[int, tuple[int | None, ...] | None]] | None = None
         if validate:
             self.validate(duplicates)
 
@@ -189,35 +190,39 @@ class Graph:
         shape = proto.shape_tuple(node.attr["shape"].shape) if "shape" in node.attr else None
         return proto.dtype_name(node.attr["dtype"].type), shape
 
-    # ---- shapes -------------------------------------------------------------------------
+    # ---- shapes and dtypes ------------------------------------------------------------
     def output_shape(self, name: str, port: int = 0) -> tuple[int | None, ...] | None:
         """Static shape of an output, from `_output_shapes` or TensorFlow's shape inference.
 
         Inference imports TensorFlow once per graph; samples carry `_output_shapes` already.
         """
         if self._shapes is None:
-            self._shapes = self._collect_shapes()
+            self._shapes = self._shapes_from_attrs()
+            if self._shapes is None:
+                self._shapes = {k: shape for k, (_, shape) in self._tensor_info().items()}
         return self._shapes.get((name, port))
 
-    def _collect_shapes(self) -> dict[tuple[str, int], tuple[int | None, ...] | None]:
+    def output_dtype(self, name: str, port: int = 0) -> int:
+        """DataType enum of an output (TensorFlow's inference, once per graph)."""
+        return self._tensor_info()[(name, port)][0]
+
+    def _tensor_info(self) -> dict[tuple[str, int], tuple[int, tuple[int | None, ...] | None]]:
+        if self._info is None:
+            from core.tfshapes import infer_tensors
+
+            self._info = infer_tensors(self)
+        return self._info
+
+    def _shapes_from_attrs(self) -> dict[tuple[str, int], tuple[int | None, ...] | None] | None:
         shapes: dict[tuple[str, int], tuple[int | None, ...] | None] = {}
-        complete = True
         for node in self:
-            if "_output_shapes" in node.attr:
-                for port, shape in enumerate(node.attr["_output_shapes"].list.shape):
-                    shapes[(node.name, port)] = proto.shape_tuple(shape)
-            elif node.op not in ("NoOp",):
-                complete = False
-        if complete:
-            return shapes
-        from core.tfshapes import infer_shapes
-
-        inferred = infer_shapes(self)
-        inferred.update(shapes)
-        return inferred
-
-    def has_shapes(self) -> bool:
-        return self._shapes is not None
+            if "_output_shapes" not in node.attr:
+                if node.op != "NoOp":
+                    return None
+                continue
+            for port, shape in enumerate(node.attr["_output_shapes"].list.shape):
+                shapes[(node.name, port)] = proto.shape_tuple(shape)
+        return shapes
 
     # ---- structure ----------------------------------------------------------------------
     @property
@@ -335,6 +340,13 @@ class GraphEditor:
     def node(self, name: str) -> proto.NodeDef:
         """Read-only access (may be the source graph's NodeDef: do not modify)."""
         return self._nodes[name]
+
+    def names(self) -> list[str]:
+        return list(self._nodes)
+
+    def referenced(self) -> set[str]:
+        """Names of every node some node in the editor reads (data or control)."""
+        return {TensorRef.parse(text).node for node in self._nodes.values() for text in node.input}
 
     def mutable(self, name: str) -> proto.NodeDef:
         """A private copy of the node that this editor may change."""

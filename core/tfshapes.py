@@ -1,28 +1,34 @@
-"""Static shapes by TensorFlow's own shape inference (imports TensorFlow)."""
+"""Static dtypes and shapes by TensorFlow's own inference (imports TensorFlow)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from core import proto
+from core.errors import FuseLensError
 
 if TYPE_CHECKING:
     from core.graph import Graph
 
+TensorInfo = tuple[int, "tuple[int | None, ...] | None"]  # (DataType enum, shape)
 
-def infer_shapes(graph: Graph) -> dict[tuple[str, int], tuple[int | None, ...] | None]:
-    """(node, port) -> shape for every output TensorFlow can type; unknown dims are None."""
+
+def infer_tensors(graph: Graph) -> dict[tuple[str, int], TensorInfo]:
+    """(node, port) -> (dtype, shape) for every output; unknown dims are None."""
     import tensorflow as tf
 
-    shapes: dict[tuple[str, int], tuple[int | None, ...] | None] = {}
+    info: dict[tuple[str, int], TensorInfo] = {}
     with tf.Graph().as_default() as tf_graph:
         try:
             tf.graph_util.import_graph_def(proto.to_tf(graph.graph_def), name="")
-        except (ValueError, TypeError, tf.errors.OpError):
-            return shapes
+        except (ValueError, TypeError, tf.errors.OpError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise FuseLensError(f"{graph.source}: TensorFlow cannot import the graph ({first[:300]})") from None
         for op in tf_graph.get_operations():
             for port, tensor in enumerate(op.outputs):
                 shape = tensor.shape
-                shapes[(op.name, port)] = None if shape.rank is None else tuple(shape.as_list())
-    return shapes
-
+                info[(op.name, port)] = (
+                    tensor.dtype.base_dtype.as_datatype_enum,
+                    None if shape.rank is None else tuple(shape.as_list()),
+                )
+    return info

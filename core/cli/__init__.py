@@ -18,6 +18,7 @@ from core.errors import FuseLensError
 # Modules with `register(subparsers)`; each parser sets `func(args) -> int`.
 COMMANDS = [
     "core.cli.inspect_cmd",
+    "core.cli.fuse_cmd",
 ]
 
 

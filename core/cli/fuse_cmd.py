@@ -1,0 +1,68 @@
+"""`passes` (the catalog) and `fuse` (apply passes, write the fused model and a report)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from core.cli import print_json
+from core.cli.pass_args import add_pass_selection_args, selection_from_args
+from core.io import write_bytes_atomic, write_json_atomic
+from core.loaders import load_model
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("passes", help="list the fusion passes with their metadata")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_passes)
+
+    p = sub.add_parser("fuse", help="apply fusion passes; print matches, near misses and op-count changes")
+    p.add_argument("model", help="a model file or directory, or a sample name")
+    add_pass_selection_args(p)
+    p.add_argument("-o", "--output", metavar="OUT.pb", help="write the fused GraphDef here (atomically)")
+    p.add_argument("--report", metavar="R.json", help="write the JSON fuse report here")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=run_fuse)
+
+
+def run_passes(args: argparse.Namespace) -> int:
+    from passes.registry import FAMILY_TITLES, catalog
+
+    rows = [{"id": c.id, "family": c.family, "title": c.title, "general": c.general,
+             "default_enabled": c.general or c.default_enabled, "order": c.order,
+             "description": c.description} for c in catalog()]
+    if args.json:
+        print_json(rows)
+        return 0
+    family = None
+    for row in rows:
+        if row["family"] != family:
+            family = row["family"]
+            print(f"{FAMILY_TITLES[family]}:")
+        state = "general (always on)" if row["general"] else ("on" if row["default_enabled"] else "off")
+        print(f"  {row['id']:40s} {state:20s} {row['title']}")
+    return 0
+
+
+def run_fuse(args: argparse.Namespace) -> int:
+    from passes.registry import run_pipeline
+    from passes.report import build_report, format_report
+
+    model = load_model(args.model)
+    selection = selection_from_args(args)
+    pipeline = run_pipeline(model.graph, selection.pass_ids, selection.options)
+    report = build_report(pipeline, model=args.model)
+    protect = model.path if Path(model.path).exists() else None
+    if args.output:
+        write_bytes_atomic(args.output, pipeline.fused.graph_def.SerializeToString(deterministic=True),
+                           protect=protect)
+    if args.report:
+        write_json_atomic(args.report, report, protect=protect)
+    if args.json:
+        print_json(report)
+    else:
+        print(format_report(report))
+        if args.output:
+            print(f"wrote {args.output}", file=sys.stderr)
+    return 0

@@ -1,0 +1,31 @@
+"""Pass selection flags shared by `fuse` and `run` (and what they turn into)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class PassSelection:
+    pass_ids: list[str]
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def split_ids(values: list[str] | None) -> list[str]:
+    return [item.strip() for value in values or [] for item in value.split(",") if item.strip()]
+
+
+def add_pass_selection_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("pass selection")
+    group.add_argument("--enable", action="append", metavar="IDS",
+                       help="comma-separated pass ids to switch on (on top of the defaults)")
+    group.add_argument("--disable", action="append", metavar="IDS",
+                       help="comma-separated pass ids to switch off")
+
+
+def selection_from_args(args: argparse.Namespace) -> PassSelection:
+    from passes.registry import resolve_pass_ids
+
+    return PassSelection(resolve_pass_ids(split_ids(args.enable), split_ids(args.disable)))

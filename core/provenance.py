@@ -1,0 +1,93 @@
+"""Provenance: which original nodes became which new nodes, across every pass of a pipeline.
+
+The before/after view, the diff colours, the match stepper and the kernel-to-node links all
+read this one mapping.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Status = Literal["unchanged", "modified", "new", "removed"]
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """What one applied match did to the graph the pass saw."""
+
+    pass_id: str
+    match_index: int
+    removed: tuple[str, ...]  # nodes of that graph that are gone
+    modified: tuple[str, ...] = ()  # nodes kept by name whose weights or inputs changed
+    created: tuple[str, ...] = ()  # new nodes
+
+    @property
+    def before(self) -> tuple[str, ...]:
+        return self.removed + self.modified
+
+    @property
+    def after(self) -> tuple[str, ...]:
+        return self.modified + self.created
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pass": self.pass_id, "match": self.match_index, "removed": list(self.removed),
+                "modified": list(self.modified), "created": list(self.created)}
+
+
+@dataclass
+class Provenance:
+    """Composes rewrites in order into original <-> final node mappings."""
+
+    original_nodes: tuple[str, ...]
+    rewrites: list[Rewrite] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._original_set = frozenset(self.original_nodes)
+        self._origin: dict[str, frozenset[str]] = {n: frozenset((n,)) for n in self.original_nodes}
+        self._touched: set[str] = set()
+        self._by_rewrite: dict[str, Rewrite] = {}
+
+    def record(self, rewrite: Rewrite) -> None:
+        self.rewrites.append(rewrite)
+        sources = frozenset().union(*(self._origin.get(n, frozenset((n,))) for n in rewrite.before))
+        for name in rewrite.removed:
+            self._origin.pop(name, None)
+        for name in rewrite.after:
+            self._origin[name] = sources | self._origin.get(name, frozenset())
+            self._touched.add(name)
+            self._by_rewrite[name] = rewrite
+
+    # final graph -> original graph
+    def origins(self, final_name: str) -> frozenset[str]:
+        return self._origin.get(final_name, frozenset())
+
+    # original graph -> final graph
+    def descendants(self, original_name: str) -> list[str]:
+        return sorted(n for n, srcs in self._origin.items() if original_name in srcs)
+
+    def status(self, final_name: str) -> Status:
+        if final_name not in self._touched:
+            return "unchanged"
+        return "modified" if final_name in self._original_set else "new"
+
+    def original_status(self, original_name: str) -> Status:
+        if original_name in self._origin and original_name not in self._touched:
+            return "unchanged"
+        if original_name in self._origin:
+            return "modified"
+        return "removed"
+
+    def rewrite_of(self, final_name: str) -> Rewrite | None:
+        return self._by_rewrite.get(final_name)
+
+    def original_to_final(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = defaultdict(list)
+        for final, sources in self._origin.items():
+            for src in sources:
+                out[src].append(final)
+        return {k: sorted(v) for k, v in out.items()}
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [r.to_json() for r in self.rewrites]

@@ -1,0 +1,211 @@
+"""Pass = pattern + check + rewrite. The engine here owns what every fusion must respect.
+
+A subclass yields `Match` and `NearMiss` records from `candidates()` and edits a copy-on-write
+editor in `rewrite()`. The base class applies the safety checks any fusion needs, so no pass
+repeats them (and no pass can forget one):
+
+* intermediates: a node the rewrite removes must not be read outside the match;
+* shared weights: a constant the rewrite folds must not be read outside the match;
+* no cycle after contracting the match into one node;
+* overlapping matches: first wins, the later one becomes a NearMiss naming the winner.
+
+Passes return new graphs; the graph they receive is never modified.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from core.graph import Graph, GraphEditor
+from core.provenance import Rewrite
+
+
+@dataclass
+class Match:
+    """A structure the pass will rewrite."""
+
+    pass_id: str
+    anchor: str  # the node the match is named after (the BN, the scope, the last op of a chain)
+    nodes: tuple[str, ...]  # every node the rewrite removes or changes
+    outputs: tuple[str, ...]  # nodes of `nodes` whose outputs are read outside the match
+    summary: str  # one line: what the rewrite will do
+    bindings: dict[str, str] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)  # JSON-able: folded values, wiring, ...
+    weights: tuple[str, ...] = ()  # constants (or their Identity reads) whose values get folded
+    index: int = -1  # position in the pass's match list, set by the engine
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "anchor": self.anchor, "nodes": list(self.nodes),
+                "outputs": list(self.outputs), "summary": self.summary, "bindings": self.bindings,
+                "details": self.details, "weights": list(self.weights)}
+
+
+@dataclass
+class NearMiss:
+    """A structure that looks like the pattern but fails a condition, with the reason in words."""
+
+    pass_id: str
+    anchor: str
+    nodes: tuple[str, ...]
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"anchor": self.anchor, "nodes": list(self.nodes), "reason": self.reason}
+
+
+@dataclass
+class PassResult:
+    pass_id: str
+    matches: list[Match] = field(default_factory=list)
+    near_misses: list[NearMiss] = field(default_factory=list)
+    rewrites: list[Rewrite] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pass": self.pass_id, "matches": [m.to_json() for m in self.matches],
+                "near_misses": [n.to_json() for n in self.near_misses],
+                "rewrites": [r.to_json() for r in self.rewrites], "seconds": round(self.seconds, 6)}
+
+
+class FusionPass:
+    """Base of every pass. Subclasses set the metadata and implement candidates() and rewrite()."""
+
+    id: ClassVar[str]
+    family: ClassVar[str]  # "scope" | "amct" | "autofuse"
+    title: ClassVar[str]
+    description: ClassVar[str]  # one paragraph with the structure or formula
+    general: ClassVar[bool] = False  # general passes are always on and cannot be switched off
+    default_enabled: ClassVar[bool] = True
+    order: ClassVar[int] = 100  # order inside the family (toolchain registration order)
+
+    def __init__(self, options: Mapping[str, Any] | None = None):
+        self.options = dict(options or {})
+
+    # ---- what a subclass writes ------------------------------------------------------------
+    def candidates(self, graph: Graph) -> Iterable[Match | NearMiss]:
+        """Pattern + check: yield a Match per structure to rewrite, a NearMiss per refusal."""
+        raise NotImplementedError
+
+    def rewrite(self, graph: Graph, editor: GraphEditor, match: Match) -> Rewrite:
+        """Edit `editor` for one match; return what was removed, modified and created."""
+        raise NotImplementedError
+
+    # ---- the engine ------------------------------------------------------------------------
+    def dry_run(self, graph: Graph) -> PassResult:
+        """Matches and near misses, after the safety checks; the graph is not changed."""
+        start = time.perf_counter()
+        result = PassResult(self.id)
+        claimed: dict[str, Match] = {}
+        topo: dict[str, int] | None = None
+        for found in self.candidates(graph):
+            if isinstance(found, NearMiss):
+                result.near_misses.append(found)
+                continue
+            reason = self._overlap(found, claimed) or self._leaks(graph, found) or self._shared_weight(graph, found)
+            if reason is None and len(found.nodes) > 1:
+                topo = topo if topo is not None else {n: i for i, n in enumerate(graph.topological_order())}
+                reason = self._cycle(graph, found, topo)
+            if reason is not None:
+                result.near_misses.append(NearMiss(self.id, found.anchor, found.nodes, reason))
+                continue
+            found.index = len(result.matches)
+            result.matches.append(found)
+            claimed.update(dict.fromkeys(found.nodes, found))
+        result.seconds = time.perf_counter() - start
+        return result
+
+    def apply(self, graph: Graph) -> tuple[Graph, PassResult]:
+        """A new graph with every match rewritten, and the result with one Rewrite per match."""
+        result = self.dry_run(graph)
+        if not result.matches:
+            return graph, result
+        start = time.perf_counter()
+        editor = graph.editor()
+        for found in result.matches:
+            result.rewrites.append(self.rewrite(graph, editor, found))
+        pruned = prune_dead_constants(graph, editor)
+        if pruned:
+            result.rewrites.append(Rewrite(self.id, -1, removed=tuple(pruned)))
+        new_graph = editor.build()
+        result.seconds += time.perf_counter() - start
+        return new_graph, result
+
+    # ---- safety checks (each returns a reason, or None when safe) ---------------------------
+    @staticmethod
+    def _overlap(found: Match, claimed: Mapping[str, Match]) -> str | None:
+        for node in found.nodes:
+            winner = claimed.get(node)
+            if winner is not None:
+                return f"overlaps match #{winner.index} ({winner.summary}) on {node}; the first match wins"
+        return None
+
+    @staticmethod
+    def _leaks(graph: Graph, found: Match) -> str | None:
+        inside = set(found.nodes)
+        for node in found.nodes:
+            if node in found.outputs:
+                continue
+            outside = [c for c in graph.consumer_nodes(node) if c not in inside]
+            if outside:
+                more = f" (+{len(outside) - 1} more)" if len(outside) > 1 else ""
+                return (f"{node} ({graph.op(node)}) has {len(outside) + _inside_count(graph, node, inside)} "
+                        f"consumers: it is also read by {outside[0]}{more} outside the match")
+        return None
+
+    @staticmethod
+    def _shared_weight(graph: Graph, found: Match) -> str | None:
+        inside = set(found.nodes)
+        for weight in found.weights:
+            chain = weight_chain(graph, weight)
+            allowed = inside | set(chain)
+            for node in chain:
+                outside = [c for c in graph.consumer_nodes(node) if c not in allowed]
+                if outside:
+                    return (f"weight {weight} is shared with {outside[0]} outside the match; "
+                            "folding it would change that node too")
+        return None
+
+    @staticmethod
+    def _cycle(graph: Graph, found: Match, topo: Mapping[str, int]) -> str | None:
+        inside = set(found.nodes)
+        limit = max(topo.get(n, 0) for n in inside)
+        stack = [c for n in inside for c in graph.consumer_nodes(n) if c not in inside]
+        seen: set[str] = set()
+        while stack:
+            node = stack.pop()
+            if node in seen or topo.get(node, limit + 1) > limit:
+                continue
+            seen.add(node)
+            for consumer in graph.consumer_nodes(node):
+                if consumer in inside:
+                    return f"fusing would create a cycle through {node}, which is outside the match"
+                stack.append(consumer)
+        return None
+
+
+def _inside_count(graph: Graph, node: str, inside: set[str]) -> int:
+    return sum(1 for c in graph.consumer_nodes(node) if c in inside)
+
+
+def weight_chain(graph: Graph, name: str) -> list[str]:
+    """`name` and the Identity nodes down to its Const: every node a fold of it touches."""
+    chain = [name]
+    while graph.op(chain[-1]) != "Const" and graph.inputs(chain[-1]):
+        chain.append(graph.inputs(chain[-1])[0].node)
+    return chain
+
+
+def prune_dead_constants(graph: Graph, editor: GraphEditor) -> list[str]:
+    """Remove Const / Identity(Const) nodes that lost all their consumers in this edit."""
+    pruned: list[str] = []
+    while True:
+        referenced = editor.referenced()
+        dead = [n for n in editor.names() if n in graph.nodes and n not in referenced
+                and graph.consumer_nodes(n) and graph.is_const(n)]
+        if not dead:
+            return pruned
+        editor.remove(*dead)
+        pruned += dead

@@ -1,0 +1,48 @@
+"""The fuse report: per pass its matches and near misses, and op histograms before and after."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from passes.registry import PipelineResult, get_pass
+
+
+def op_count_diff(before: dict[str, int], after: dict[str, int]) -> list[str]:
+    """tf2onnx-style lines: 'FusedBatchNormV3 -52 (52->0)', biggest change first."""
+    ops = set(before) | set(after)
+    changes = [(after.get(op, 0) - before.get(op, 0), op) for op in ops]
+    return [
+        f"{op} {delta:+d} ({before.get(op, 0)}->{after.get(op, 0)})"
+        for delta, op in sorted(changes, key=lambda c: (-abs(c[0]), c[1]))
+        if delta
+    ]
+
+
+def build_report(pipeline: PipelineResult, *, model: str = "") -> dict[str, Any]:
+    before = pipeline.original.op_histogram()
+    after = pipeline.fused.op_histogram()
+    return {
+        "model": model or pipeline.original.source,
+        "nodes_before": len(pipeline.original),
+        "nodes_after": len(pipeline.fused),
+        "seconds": round(pipeline.seconds, 6),
+        "passes": [
+            {**r.to_json(), "family": get_pass(r.pass_id).family} for r in pipeline.results
+        ],
+        "ops_before": before,
+        "ops_after": after,
+        "op_diff": op_count_diff(before, after),
+    }
+
+
+def format_report(report: dict[str, Any]) -> str:
+    lines = [f"{report['model']}: {report['nodes_before']} -> {report['nodes_after']} nodes "
+             f"in {report['seconds'] * 1000:.0f} ms"]
+    for p in report["passes"]:
+        lines.append(f"  {p['pass']:40s} {len(p['matches']):4d} matches {len(p['near_misses']):4d} near misses")
+        lines += [f"      ~ {n['anchor']}: {n['reason']}" for n in p["near_misses"][:5]]
+        if len(p["near_misses"]) > 5:
+            lines.append(f"      ~ ... {len(p['near_misses']) - 5} more in the report")
+    if report["op_diff"]:
+        lines.append("op counts: " + ", ".join(report["op_diff"]))
+    return "\n".join(lines)
