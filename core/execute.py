@@ -11,7 +11,8 @@ from core.errors import FuseLensError
 from core.graph import Graph
 
 
-def resolve_input_shape(graph: Graph, name: str, override: Mapping[str, Sequence[int]] | None = None) -> tuple[int, ...]:
+def resolve_input_shape(graph: Graph, name: str,
+                        override: Mapping[str, Sequence[int]] | None = None) -> tuple[int, ...]:
     """A concrete shape for a placeholder: the override, else its static shape with batch 1."""
     if override and name in override:
         return tuple(int(d) for d in override[name])

@@ -37,7 +37,8 @@ def build_function(graph: Graph, nodes: Sequence[str], inputs: Sequence[TensorRe
     for i, ref in enumerate(inputs):
         arg = f"input_{i}"
         placeholder_of[str(ref)] = arg
-        node = make_node("Placeholder", arg, attrs={"dtype": proto.AttrValue(type=graph.output_dtype(ref.node, ref.port))})
+        dtype = proto.AttrValue(type=graph.output_dtype(ref.node, ref.port))
+        node = make_node("Placeholder", arg, attrs={"dtype": dtype})
         shape = graph.output_shape(ref.node, ref.port)
         node.attr["shape"].shape.CopyFrom(proto.shape_proto(shape))
         body.node.append(node)
@@ -115,11 +116,7 @@ def fuse_subgraph(
     editor.add(call, after=ordered[-1])
     for k, out in enumerate(outputs):
         editor.redirect(out, TensorRef(call_name, k), exclude=[call_name])
-    for k, out in enumerate(outputs):  # control edges on any fused node now wait for the call
-        if out.port == 0:
-            continue
-        editor.redirect(TensorRef(out.node, 0, True), TensorRef(call_name, 0, True))
-    for node in ordered:
+    for node in ordered:  # control edges on any fused node now wait for the call
         _redirect_control(editor, node, call_name)
     return call_name
 
