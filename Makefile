@@ -35,7 +35,7 @@ samples: setup
 	$(BIN)/python resources/build_samples.py
 
 bench: setup
-	$(BIN)/python benchmarks/run_all.py
+	for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -178,5 +178,5 @@ def _load_keras(path: Path, source: str) -> Graph:
     except Exception as e:
         raise FuseLensError(f"{source}: cannot load the Keras model ({_first_line(e)})") from None
     specs = [tf.TensorSpec(t.shape, t.dtype, name=t.name.split(":")[0]) for t in model.inputs]
-    function = tf.function(lambda *xs: model(list(xs) if len(xs) > 1 else xs[0], training=False))
+    function = tf.function(lambda *xs: model(list(xs) if len(xs) > 1 else xs[0], training=False), autograph=False)
     return _freeze(function.get_concrete_function(*specs), source)

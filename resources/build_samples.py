@@ -267,7 +267,7 @@ def build_keras_app(name: str) -> bytes:
             layer.moving_mean.assign(stats["mean"])
             layer.moving_variance.assign(stats["variance"])
     spec = tf.TensorSpec([None, 224, 224, 3], tf.float32, name="input")
-    concrete = tf.function(lambda x: model(x, training=False)).get_concrete_function(spec)
+    concrete = tf.function(lambda x: model(x, training=False), autograph=False).get_concrete_function(spec)
     frozen = convert_variables_to_constants_v2(concrete)
     return frozen.graph.as_graph_def(add_shapes=True).SerializeToString(deterministic=True)
 
