@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from core.graph import Graph, GraphEditor
+from core.graph import Graph, GraphEditor, TensorRef
 from core.provenance import Rewrite
 
 
@@ -161,8 +161,8 @@ class FusionPass:
         for weight in found.weights:
             chain = weight_chain(graph, weight)
             allowed = inside | set(chain)
-            for node in chain:
-                outside = [c for c in graph.consumer_nodes(node) if c not in allowed]
+            for node in chain:  # data readers only: a control edge (Keras' frozen NoOp) reads no value
+                outside = [c.node for c in graph.consumers(node) if c.node not in allowed]
                 if outside:
                     return (f"weight {weight} is shared with {outside[0]} outside the match; "
                             "folding it would change that node too")
@@ -199,13 +199,22 @@ def weight_chain(graph: Graph, name: str) -> list[str]:
 
 
 def prune_dead_constants(graph: Graph, editor: GraphEditor) -> list[str]:
-    """Remove Const / Identity(Const) nodes that lost all their consumers in this edit."""
+    """Remove Const / Identity(Const) nodes whose value nothing reads any more after this edit.
+
+    A control edge to such a node (a frozen Keras graph's NoOp waits on every ReadVariableOp)
+    only ordered a read that no longer happens, so it goes with the node.
+    """
     pruned: list[str] = []
     while True:
-        referenced = editor.referenced()
-        dead = [n for n in editor.names() if n in graph.nodes and n not in referenced
-                and graph.consumer_nodes(n) and graph.is_const(n)]
+        refs = {name: [TensorRef.parse(text) for text in editor.node(name).input] for name in editor.names()}
+        read = {ref.node for node_refs in refs.values() for ref in node_refs if not ref.control}
+        dead = {n for n in refs if n in graph.nodes and n not in read and graph.consumers(n) and graph.is_const(n)}
         if not dead:
             return pruned
+        for name, node_refs in refs.items():
+            if name not in dead and any(ref.control and ref.node in dead for ref in node_refs):
+                kept = [str(ref) for ref in node_refs if not (ref.control and ref.node in dead)]
+                del editor.mutable(name).input[:]
+                editor.mutable(name).input.extend(kept)
         editor.remove(*dead)
-        pruned += dead
+        pruned += [n for n in refs if n in dead]
