@@ -23,9 +23,15 @@ def add_pass_selection_args(parser: argparse.ArgumentParser) -> None:
                        help="comma-separated pass ids to switch on (on top of the defaults)")
     group.add_argument("--disable", action="append", metavar="IDS",
                        help="comma-separated pass ids to switch off")
+    group.add_argument("--autofuse-flags", metavar="STR",
+                       help='AutoFuse switches in AUTOFUSE_FLAGS syntax; write it with = since it starts with --: '
+                            '--autofuse-flags="--autofuse_enable_pass=reduce,concat"')
 
 
 def selection_from_args(args: argparse.Namespace) -> PassSelection:
+    from passes.autofuse.flags import parse_autofuse_flags
     from passes.registry import resolve_pass_ids
 
-    return PassSelection(resolve_pass_ids(split_ids(args.enable), split_ids(args.disable)))
+    flags = getattr(args, "autofuse_flags", None)
+    options = {"autofuse_flags": parse_autofuse_flags(flags)} if flags is not None else {}
+    return PassSelection(resolve_pass_ids(split_ids(args.enable), split_ids(args.disable)), options)
