@@ -1,0 +1,89 @@
+"""Where a run executes: TensorFlow CPU (always), TensorFlow GPU (when TF sees one), Ascend NPU
+(when npu_bridge or npu_device imports). Detection says why a backend is unavailable.
+
+Detection imports TensorFlow (and the NPU adapter), so the runner's child does it; a caller that
+wants the list up front (the GUI's backend menu) can call `detect_backends()` off its main thread.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from core.errors import FuseLensError
+
+BACKENDS = ("cpu", "gpu", "npu")
+
+
+@dataclass(frozen=True)
+class BackendStatus:
+    name: str
+    available: bool
+    reason: str  # why not, or what provides it
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "available": self.available, "reason": self.reason}
+
+
+def detect(name: str) -> BackendStatus:
+    if name == "cpu":
+        return BackendStatus("cpu", True, "TensorFlow on the host")
+    if name == "gpu":
+        import tensorflow as tf
+
+        gpus = tf.config.list_physical_devices("GPU")
+        if not gpus:
+            return BackendStatus("gpu", False, "TensorFlow sees no GPU")
+        return BackendStatus("gpu", True, f"TensorFlow sees {len(gpus)} GPU(s)")
+    if name == "npu":
+        return _detect_npu()
+    raise FuseLensError(f"unknown backend {name!r} (backends: {', '.join(BACKENDS)})")
+
+
+def detect_backends() -> list[BackendStatus]:
+    return [detect(name) for name in BACKENDS]
+
+
+def npu_mode() -> str | None:
+    """"tf1" when npu_bridge imports, "tf2-compat" when npu_device does, else None."""
+    return _detect_npu_module()[0]
+
+
+def _detect_npu() -> BackendStatus:
+    mode, why = _detect_npu_module()
+    if mode is None:
+        return BackendStatus("npu", False, why)
+    return BackendStatus("npu", True, f"{why} imports")
+
+
+def _detect_npu_module() -> tuple[str | None, str]:
+    failures = []
+    for module, mode in (("npu_bridge", "tf1"), ("npu_device", "tf2-compat")):
+        try:
+            importlib.import_module(module)
+        except Exception as e:  # an adapter for another TF version raises more than ImportError
+            failures.append(f"{module} not importable ({type(e).__name__}: {str(e)[:80]})")
+            continue
+        return mode, module
+    return None, "; ".join(failures)
+
+
+def require(name: str) -> BackendStatus:
+    status = detect(name)
+    if not status.available:
+        raise FuseLensError(f"backend {name} is not available here: {status.reason}")
+    return status
+
+
+def session_config(name: str, *, remapping: bool = True) -> Any:
+    """ConfigProto for the cpu and gpu backends (the npu one comes from npu_session)."""
+    import tensorflow as tf
+    from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig
+
+    config = tf.compat.v1.ConfigProto(device_count={"GPU": 0} if name == "cpu" else {})
+    if name == "gpu":
+        config.gpu_options.allow_growth = True
+    if not remapping:
+        config.graph_options.rewrite_options.remapping = RewriterConfig.OFF
+    return config

@@ -1,0 +1,238 @@
+"""Import msprof results from a real Ascend run into the same kernel-table form as a TF run.
+
+Accepts `op_summary_*.csv` in every header variant the toolchain writes (`Task Start Time(us)`
+or the older `Task Start Time` in ns, `Block Dim` or `Block Num`, optional `Model Name`,
+`Infer ID`, `OP State`, `HF32 Eligible` columns), cells holding `N/A`, trailing tabs, the
+4294967295 "invalid" sentinel and `; ; ; ;` scalar shapes; `op_statistic_*.csv`; or a whole
+`PROF_*` folder (or a folder holding `original/` and `fused/` runs, as the exported NPU script
+writes them).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.errors import FuseLensError
+from core.graph import Graph
+from core.runtime.profile import KernelEvent, build_graph_run
+from core.runtime.result import GraphRun, KernelStat, RunResult
+
+INVALID = 4294967295
+MISSING = ("", "N/A", "NA", "n/a", "-")
+# Accepted spellings per field, with the factor that turns the value into microseconds.
+START_COLUMNS = {"Task Start Time(us)": 1.0, "Task Start Time": 1e-3}
+DURATION_COLUMNS = {"Task Duration(us)": 1.0, "Task Duration": 1e-3}
+BLOCK_COLUMNS = ("Block Dim", "Block Num")
+STATISTIC_COLUMNS = ("OP Type", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)")
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    """One row of op_summary (times in microseconds; None where the cell is N/A or invalid)."""
+
+    line: int
+    name: str
+    op_type: str
+    task_type: str
+    device: str
+    start_us: float
+    dur_us: float
+    block_dim: int | None
+    input_shapes: tuple[tuple[int, ...] | None, ...]
+    infer_id: int | None
+
+
+def _cell(value: str | None) -> str | None:
+    text = (value or "").strip().strip("\t").strip()
+    return None if text in MISSING else text
+
+
+def _number(value: str | None, where: str, column: str) -> float | None:
+    text = _cell(value)
+    if text is None:
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        raise FuseLensError(f"{where}: column {column!r} holds {text!r}, not a number") from None
+    return None if number == INVALID else number
+
+
+def parse_shapes(text: str | None) -> tuple[tuple[int, ...] | None, ...]:
+    """`1,224,224,3;64` -> ((1, 224, 224, 3), (64,)); `; ; ; ;` -> five scalars; N/A -> ()."""
+    cell = _cell(text)
+    if cell is None:
+        return ()
+    shapes: list[tuple[int, ...] | None] = []
+    for part in cell.strip('"').split(";"):
+        dims = [d.strip() for d in part.split(",") if d.strip()]
+        try:
+            shapes.append(tuple(int(d) for d in dims))
+        except ValueError:
+            shapes.append(None)  # a dynamic or symbolic dim: shape not known
+    return tuple(shapes)
+
+
+def _rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as e:
+        raise FuseLensError(f"{path}: cannot read ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise FuseLensError(f"{path}: not a text CSV file") from None
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = [c.strip().strip("\t") for c in next(reader)]
+    except StopIteration:
+        raise FuseLensError(f"{path}: empty file (no header line)") from None
+    except csv.Error as e:
+        raise FuseLensError(f"{path}, line 1: bad CSV ({e})") from None
+    while header and not header[-1]:
+        header.pop()
+    rows = []
+    try:
+        for row in reader:
+            if any(c.strip() for c in row):
+                rows.append((reader.line_num, row))
+    except csv.Error as e:
+        raise FuseLensError(f"{path}, line {reader.line_num}: bad CSV ({e})") from None
+    return header, rows
+
+
+def _column(header: list[str], path: Path, choices: dict[str, float] | tuple[str, ...]) -> str:
+    for name in choices:
+        if name in header:
+            return name
+    raise FuseLensError(f"{path}: no {' or '.join(repr(c) for c in choices)} column in the header")
+
+
+def read_op_summary(path: str | os.PathLike[str]) -> list[OpRecord]:
+    """The rows of one op_summary CSV; a malformed row is a FuseLensError naming the file and line."""
+    path = Path(path)
+    header, rows = _rows(path)
+    for required in ("Op Name", "OP Type"):
+        _column(header, path, (required,))
+    start_col = _column(header, path, START_COLUMNS)
+    dur_col = _column(header, path, DURATION_COLUMNS)
+    block_col = next((c for c in BLOCK_COLUMNS if c in header), None)
+    index = {name: i for i, name in enumerate(header)}
+    records = []
+    for line, row in rows:
+        while len(row) > len(header) and not row[-1].strip():
+            row = row[:-1]
+        where = f"{path}, line {line}"
+        if len(row) != len(header):
+            raise FuseLensError(f"{where}: {len(row)} cells, the header has {len(header)}")
+        get = {name: row[i] for name, i in index.items()}
+        name = _cell(get["Op Name"])
+        if name is None:
+            raise FuseLensError(f"{where}: empty 'Op Name'")
+        start = _number(get[start_col], where, start_col)
+        duration = _number(get[dur_col], where, dur_col)
+        if start is None or duration is None:
+            continue  # a task msprof could not time: nothing to add to a timing table
+        if duration < 0:
+            raise FuseLensError(f"{where}: negative {dur_col!r} ({duration})")
+        block = _number(get.get(block_col), where, block_col) if block_col else None
+        infer = _number(get.get("Infer ID"), where, "Infer ID") if "Infer ID" in get else None
+        records.append(OpRecord(
+            line=line, name=name, op_type=_cell(get["OP Type"]) or "", task_type=_cell(get.get("Task Type")) or "",
+            device=f"npu:{_cell(get.get('Device_id')) or 0}", start_us=start * START_COLUMNS[start_col],
+            dur_us=duration * DURATION_COLUMNS[dur_col], block_dim=None if block is None else int(block),
+            input_shapes=parse_shapes(get.get("Input Shapes")), infer_id=None if infer is None else int(infer)))
+    return records
+
+
+def _steps(records: list[OpRecord]) -> list[int]:
+    """A step index per record: `Infer ID` when present, else a new step at each repeat of the first kernel."""
+    if records and all(r.infer_id is not None for r in records):
+        return [int(r.infer_id) for r in records]  # type: ignore[arg-type]
+    first = records[0].name if records else None
+    step, steps = -1, []
+    for record in records:
+        step += record.name == first
+        steps.append(max(step, 0))
+    return steps
+
+
+def graph_run_from_records(label: str, records: list[OpRecord], graph: Graph | None = None) -> GraphRun:
+    """The kernel table, step times and last-step timeline of op_summary rows (start-time order)."""
+    records = sorted(records, key=lambda r: r.start_us)
+    steps = _steps(records)
+    events = [KernelEvent(s, r.device, r.name, r.op_type, r.start_us, r.dur_us) for s, r in zip(steps, records)]
+    spans: dict[int, list[float]] = defaultdict(list)
+    for e in events:
+        spans[e.step] += [e.start_us, e.start_us + e.dur_us]
+    step_times = [max(v) - min(v) for _, v in sorted(spans.items())]
+    run = build_graph_run(label, graph, events, step_times, len(spans))
+    run.source = "msprof"
+    return run
+
+
+def read_op_statistic(path: str | os.PathLike[str], label: str = "imported") -> GraphRun:
+    """op_statistic rows (one per op type) as a kernel table; it has no timeline and no step count."""
+    path = Path(path)
+    header, rows = _rows(path)
+    for column in STATISTIC_COLUMNS:
+        _column(header, path, (column,))
+    index = {name: i for i, name in enumerate(header)}
+    kernels = []
+    for line, row in rows:
+        where = f"{path}, line {line}"
+        if len(row) < len(header):
+            raise FuseLensError(f"{where}: {len(row)} cells, the header has {len(header)}")
+        value = {c: _number(row[index[c]], where, c) for c in STATISTIC_COLUMNS[1:]}
+        if value["Count"] is None or value["Total Time(us)"] is None:
+            raise FuseLensError(f"{where}: 'Count' and 'Total Time(us)' must be numbers")
+        op_type = _cell(row[index["OP Type"]]) or ""
+        core = _cell(row[index["Core Type"]]) if "Core Type" in index else None
+        kernels.append(KernelStat(
+            kernel=op_type, op_type=op_type, node=None, pass_id=None, device=core or "npu",
+            count=int(value["Count"]), total_us=value["Total Time(us)"],
+            mean_us=value["Avg Time(us)"] or value["Total Time(us)"] / max(value["Count"], 1),
+            min_us=value["Min Time(us)"] or 0.0, max_us=value["Max Time(us)"] or 0.0))
+    kernels.sort(key=lambda k: (-k.total_us, k.kernel))
+    return GraphRun(label=label, steps=0, kernels=kernels, source="msprof")
+
+
+def find_profile_files(folder: Path) -> tuple[list[Path], list[Path]]:
+    """op_summary files (preferring mindstudio_profiler_output/) and op_statistic files under `folder`."""
+    summaries = sorted(folder.glob("**/mindstudio_profiler_output/op_summary_*.csv")) or \
+        sorted(folder.glob("**/op_summary_*.csv"))
+    statistics = sorted(folder.glob("**/mindstudio_profiler_output/op_statistic_*.csv")) or \
+        sorted(folder.glob("**/op_statistic_*.csv"))
+    return summaries, statistics
+
+
+def import_graph_run(path: str | os.PathLike[str], label: str = "imported", graph: Graph | None = None) -> GraphRun:
+    """One run from an op_summary file, an op_statistic file or a folder holding them."""
+    path = Path(path)
+    if not path.exists():
+        raise FuseLensError(f"{path}: no such file or directory")
+    if path.is_file():
+        if path.name.startswith("op_statistic"):
+            return read_op_statistic(path, label)
+        return graph_run_from_records(label, read_op_summary(path), graph)
+    summaries, statistics = find_profile_files(path)
+    if summaries:
+        return graph_run_from_records(label, [r for f in summaries for r in read_op_summary(f)], graph)
+    if statistics:
+        return read_op_statistic(statistics[0], label)
+    raise FuseLensError(f"{path}: no op_summary_*.csv or op_statistic_*.csv inside "
+                        "(run `msprof --export=on --output=PROF_...` first)")
+
+
+def import_profile(path: str | os.PathLike[str], graphs: dict[str, Graph] | None = None) -> RunResult:
+    """A RunResult from msprof output; a folder with `original/` and `fused/` runs gives both."""
+    path = Path(path)
+    graphs = graphs or {}
+    labels = [name for name in ("original", "fused") if (path / name).is_dir()] if path.is_dir() else []
+    runs = {name: import_graph_run(path / name, name, graphs.get(name)) for name in labels} if len(labels) == 2 \
+        else {"imported": import_graph_run(path, "imported", graphs.get("imported"))}
+    steps = max((r.steps for r in runs.values()), default=0)
+    return RunResult(model=str(path), backend="npu (msprof import)", steps=steps, warmup=0, traced=True, graphs=runs)

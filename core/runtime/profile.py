@@ -1,0 +1,137 @@
+"""Per-kernel timings from TensorFlow step stats, mapped back to graph nodes.
+
+Kernel names are not always node names: a fused call node compiled by XLA runs as one kernel
+named after the call (or after an inner node, which `_fused_nodes` maps back), Grappler renames
+what it rewrites (`relu_0/unary_ops_composition`, `ArithmeticOptimizer/AddOpsRewrite_add`,
+`conv/_0__cf__1`), so the mapping tries the name, then the fused members, then name prefixes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from core.graph import Graph
+from core.runtime.result import GraphRun, KernelStat, TimelineEvent
+
+# Executor bookkeeping, not computation: left out of kernel tables and counts.
+BOOKKEEPING_OPS = frozenset({"NoOp", "_Arg", "_Retval", "_Send", "_Recv", "_HostSend", "_HostRecv", "Const",
+                             "_SOURCE", "_SINK"})
+BOOKKEEPING_NAMES = frozenset({"_SOURCE", "_SINK"})
+GRAPPLER_PREFIXES = ("ConstantFolding", "ArithmeticOptimizer", "LayoutOptimizer", "Remapper",
+                     "DependencyOptimizer", "LoopOptimizer", "MemoryOptimizer", "AutoMixedPrecision")
+_LABEL_OP = re.compile(r"=\s*([\w.\-]+)\(")
+
+
+class KernelEvent(NamedTuple):
+    """One kernel execution as the child reports it (times in microseconds, start absolute)."""
+
+    step: int
+    device: str
+    kernel: str
+    op: str
+    start_us: float
+    dur_us: float
+
+
+def label_op(timeline_label: str, fallback: str = "") -> str:
+    """The op type in a step-stats timeline label `name = Op(inputs)`."""
+    found = _LABEL_OP.search(timeline_label)
+    return found.group(1) if found else fallback
+
+
+class NodeMapper:
+    """Kernel name -> graph node, with the node's fusion pass and fused op type (no graph: no mapping)."""
+
+    def __init__(self, graph: Graph | None):
+        self.graph = graph
+        self._names = {node.name for node in graph} if graph is not None else set()
+        self._functions = set(graph.functions) if graph is not None else set()
+        self._member_of: dict[str, str] = {}
+        for node in graph or ():
+            for inner in graph.attr(node.name, "_fused_nodes", []):
+                self._member_of[inner] = node.name
+        self._cache: dict[str, str | None] = {}
+
+    def node(self, kernel: str) -> str | None:
+        if kernel not in self._cache:
+            self._cache[kernel] = self._find(kernel)
+        return self._cache[kernel]
+
+    def _find(self, kernel: str) -> str | None:
+        for candidate in _candidates(kernel):
+            parts = candidate.split("/")
+            for end in range(len(parts), 0, -1):
+                name = "/".join(parts[:end])
+                if name in self._names:
+                    return name
+                if name in self._member_of:
+                    return self._member_of[name]
+        return None
+
+    def pass_id(self, node: str | None) -> str | None:
+        if node is None or node not in self._names:
+            return None
+        return self.graph.attr(node, "_fusion_pass") or None
+
+    def op_type(self, node: str | None, executed: str) -> str:
+        """The executed op, except that a call into a fused node's function shows its fused op type."""
+        if node is not None and node in self._names and executed in self._functions:
+            return self.graph.attr(node, "_fused_op_type") or executed
+        return executed
+
+
+def _candidates(kernel: str) -> list[str]:
+    """The kernel name, without a Grappler optimizer prefix, without its rewrite tag, without `:port`."""
+    name = kernel.split(":")[0]
+    found = [name]
+    head, _, rest = name.partition("/")
+    if head in GRAPPLER_PREFIXES and rest:
+        found.append(rest)
+        tag, _, original = rest.partition("_")
+        if original and tag[:1].isupper():
+            found.append(original)
+    return found
+
+
+def is_bookkeeping(kernel: str, op: str) -> bool:
+    return kernel in BOOKKEEPING_NAMES or op in BOOKKEEPING_OPS
+
+
+def build_graph_run(label: str, graph: Graph | None, events: Iterable[KernelEvent], step_times_us: list[float],
+                    steps: int) -> GraphRun:
+    """The kernel table over all steps and the timeline of the last step, from raw kernel events."""
+    mapper = NodeMapper(graph)
+    durations: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    by_step: dict[int, list[KernelEvent]] = defaultdict(list)
+    for event in events:
+        if is_bookkeeping(event.kernel, event.op):
+            continue
+        durations[(event.kernel, event.op, event.device)].append(event.dur_us)
+        by_step[event.step].append(event)
+    kernels = []
+    for (kernel, op, device), times in durations.items():
+        node = mapper.node(kernel)
+        kernels.append(KernelStat(
+            kernel=kernel, op_type=mapper.op_type(node, op), node=node, pass_id=mapper.pass_id(node),
+            device=device, count=len(times), total_us=round(sum(times), 3),
+            mean_us=round(sum(times) / len(times), 3), min_us=round(min(times), 3), max_us=round(max(times), 3)))
+    kernels.sort(key=lambda k: (-k.total_us, k.kernel))
+    return GraphRun(label=label, steps=steps, step_times_us=[round(t, 3) for t in step_times_us],
+                    kernels=kernels, timeline=timeline(by_step[max(by_step)] if by_step else [], mapper))
+
+
+def timeline(events: list[KernelEvent], mapper: NodeMapper) -> list[TimelineEvent]:
+    """One step's kernels in start order, times relative to the first kernel."""
+    if not events:
+        return []
+    origin = min(e.start_us for e in events)
+    rows = []
+    for e in sorted(events, key=lambda e: (e.start_us, e.kernel)):
+        node = mapper.node(e.kernel)
+        rows.append(TimelineEvent(kernel=e.kernel, op_type=mapper.op_type(node, e.op), node=node,
+                                  pass_id=mapper.pass_id(node), device=e.device,
+                                  start_us=round(e.start_us - origin, 3), dur_us=round(e.dur_us, 3)))
+    return rows

@@ -1,0 +1,303 @@
+"""Run the original and the fused graph in a child process: timeout, cancel, progress, clear errors.
+
+A model that crashes TensorFlow, hangs or runs out of memory kills only the child; the caller
+(the GUI, the CLI) gets a FuseLensError saying what happened. The child is a fresh interpreter
+(`python -m core.runtime.child`), so nothing of the caller (Qt, its threads) is inherited.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core import proto
+from core.errors import FuseLensError
+from core.execute import random_feeds, resolve_input_shape
+from core.graph import Graph
+from core.runtime.backends import BACKENDS
+from core.runtime.compare import compare_outputs, pair_outputs
+from core.runtime.result import RunResult
+from core.runtime.switch_file import SwitchForms
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+STDERR_TAIL_LINES = 3
+KILL_WAIT_S = 5.0
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Which graph, which phase (starting, import, warmup, run, export), which step of how many."""
+
+    graph: str
+    phase: str
+    step: int = 0
+    total: int = 0
+
+    def __str__(self) -> str:
+        where = f"{self.graph}: " if self.graph else ""
+        return f"{where}{self.phase}" + (f" {self.step}/{self.total}" if self.total else "")
+
+
+@dataclass
+class RunRequest:
+    """What to run. `original` / `fused` are a Graph, GraphDef bytes or a model path; the parent
+    runs the passes (core never imports passes), so the fused graph comes ready-made."""
+
+    original: Graph | bytes | str | os.PathLike[str]
+    fused: Graph | bytes | str | os.PathLike[str] | None = None
+    model: str = ""
+    pass_ids: Sequence[str] = ()
+    backend: str = "cpu"
+    steps: int = 100
+    warmup: int = 10
+    input_shapes: Mapping[str, Sequence[int]] = field(default_factory=dict)
+    inputs: str | os.PathLike[str] | None = None  # .npz with one array per placeholder
+    seed: int = 0
+    timeout: float | None = 600.0
+    trace: bool = True  # RunOptions FULL_TRACE step stats (the kernel table); off: wall times only
+    remapping: bool = True  # Grappler's remapper (off: Abs and Relu stay separate kernels on CPU)
+    switches: SwitchForms | None = None  # the NPU backend's enable_scope_fusion_passes / AUTOFUSE_FLAGS / switch file
+    original_to_final: Mapping[str, Sequence[str]] | None = None  # provenance, to pair renamed outputs
+    profiling_dir: str | None = None  # NPU: where msprof data goes (default: a temp folder)
+
+
+def as_graph(value: Graph | bytes | str | os.PathLike[str], what: str) -> Graph:
+    if isinstance(value, Graph):
+        return value
+    if isinstance(value, bytes):
+        return Graph.from_bytes(value, source=what)
+    from core.loaders import load_model
+
+    return load_model(value).graph
+
+
+def load_npz_inputs(path: str | os.PathLike[str], graph: Graph,
+                    shapes: Mapping[str, Sequence[int]] | None = None) -> dict[str, np.ndarray]:
+    """One array per placeholder from an .npz (keys `name` or `name:0`), cast to the placeholder dtype."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {key.removesuffix(":0"): data[key] for key in data.files}
+    except (OSError, ValueError) as e:
+        raise FuseLensError(f"{path}: cannot read as .npz ({str(e)[:200]})") from None
+    feeds = {}
+    for name in graph.placeholders():
+        if name not in arrays:
+            raise FuseLensError(f"{path}: no array for input {name} (arrays: {', '.join(sorted(arrays)) or 'none'})")
+        dtype = proto.np_dtype(graph.node(name).attr["dtype"].type)
+        array = arrays[name]
+        _, static = graph.placeholder_spec(name)
+        if static is not None and (len(static) != array.ndim or
+                                   any(d is not None and d != a for d, a in zip(static, array.shape))):
+            shown = ",".join("?" if d is None else str(d) for d in static)
+            raise FuseLensError(f"{path}: array {name} has shape {list(array.shape)}, the input takes [{shown}]")
+        if name in (shapes or {}) and tuple(array.shape) != tuple(shapes[name]):
+            raise FuseLensError(f"{path}: array {name} has shape {list(array.shape)}, "
+                                f"--input-shape says {list(shapes[name])}")
+        feeds[name] = array.astype(dtype, copy=False)
+    return feeds
+
+
+def prepare_job(request: RunRequest) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """Everything the child needs, checked here first so bad input fails before a process starts."""
+    if request.backend not in BACKENDS:
+        raise FuseLensError(f"unknown backend {request.backend!r} (backends: {', '.join(BACKENDS)})")
+    if request.steps < 1 or request.warmup < 0:
+        raise FuseLensError(f"steps must be >= 1 and warmup >= 0 (got steps={request.steps}, "
+                            f"warmup={request.warmup})")
+    original = as_graph(request.original, "original")
+    fused = as_graph(request.fused, "fused") if request.fused is not None else None
+    unknown = sorted(set(request.input_shapes) - set(original.placeholders()))
+    if unknown:
+        raise FuseLensError(f"--input-shape names {', '.join(unknown)}, which is not an input of the model "
+                            f"(inputs: {', '.join(original.placeholders())})")
+    if request.inputs is not None:
+        feeds = load_npz_inputs(request.inputs, original, request.input_shapes)
+    else:
+        for name in original.placeholders():
+            resolve_input_shape(original, name, request.input_shapes)
+        feeds = random_feeds(original, request.seed, request.input_shapes)
+    if fused is not None:
+        extra = sorted(set(fused.placeholders()) - set(feeds))
+        if extra:
+            raise FuseLensError(f"the fused graph has inputs the original lacks: {', '.join(extra)}")
+        pairs = pair_outputs(original, fused, request.original_to_final)
+        graphs = [("original", original, [o for o, _ in pairs]), ("fused", fused, [f for _, f in pairs])]
+    else:
+        pairs = []
+        graphs = [("original", original, [f"{o}:0" for o in original.outputs()])]
+    if request.backend == "npu" and request.switches is None:
+        raise FuseLensError("the npu backend needs the switch forms (RunRequest.switches)")
+    job = {
+        "graphs": [(label, g.graph_def.SerializeToString(), fetches) for label, g, fetches in graphs],
+        "feeds": feeds, "backend": request.backend, "steps": request.steps, "warmup": request.warmup,
+        "trace": request.trace, "remapping": request.remapping, "switches": request.switches,
+        "profiling_dir": request.profiling_dir,
+    }
+    return job, pairs
+
+
+class RunHandle:
+    """A run in progress: `cancel()`, `done()`, `progress`, `result(timeout)`.
+
+    `on_progress` is called from the handle's worker thread (a GUI forwards it to its own thread).
+    """
+
+    def __init__(self, request: RunRequest, on_progress: Callable[[Progress], None] | None = None):
+        self.request = request
+        self.progress: Progress | None = None
+        self._on_progress = on_progress
+        self._cancel = threading.Event()
+        self._result: RunResult | None = None
+        self._error: FuseLensError | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._started = time.monotonic()
+        job, pairs = prepare_job(request)
+        self._thread = threading.Thread(target=self._work, args=(job, pairs), name="fuselens-run", daemon=True)
+        self._thread.start()
+
+    def cancel(self) -> None:
+        """Stop the run: the child is killed; `result()` then raises 'run cancelled'."""
+        self._cancel.set()
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def result(self, timeout: float | None = None) -> RunResult:
+        """Wait for the run; raises FuseLensError if it failed, TimeoutError if still running after `timeout`."""
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError("the run is still going")
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    # ---- worker thread ------------------------------------------------------------------
+    def _work(self, job: dict[str, Any], pairs: list[tuple[str, str]]) -> None:
+        try:
+            payload = self._talk_to_child(job)
+            self._result = self._build_result(payload, pairs)
+        except FuseLensError as e:
+            self._error = e
+        except Exception as e:  # a bug here must still end the run with an error, not a hung handle
+            self._error = FuseLensError(f"the run failed: {type(e).__name__}: {e}")
+
+    def _talk_to_child(self, job: dict[str, Any]) -> dict[str, Any]:
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
+                   PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        with tempfile.TemporaryFile() as stderr:
+            try:
+                self._process = subprocess.Popen(
+                    [sys.executable, "-m", "core.runtime.child", str(theirs.fileno())],
+                    pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=stderr, env=env, cwd=str(ROOT))
+            finally:
+                theirs.close()
+            conn = Connection(ours.detach())
+            try:
+                with contextlib.suppress(OSError):  # a child that died before reading: its exit status says why
+                    conn.send(job)
+                return self._receive(conn, stderr)
+            finally:
+                conn.close()
+                self._stop_child()
+
+    def _receive(self, conn: Connection, stderr: Any) -> dict[str, Any]:
+        timeout = self.request.timeout
+        deadline = self._started + timeout if timeout else None
+        while True:
+            if self._cancel.is_set():
+                self._stop_child()
+                raise FuseLensError(f"run cancelled{self._where()}; the child process was stopped")
+            wait = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
+            if wait <= 0:
+                self._stop_child()
+                raise FuseLensError(f"run timed out after {timeout:g} s{self._where()}; "
+                                    f"the child process was stopped")
+            try:
+                ready = conn.poll(wait)
+                message = conn.recv() if ready else None
+            except (EOFError, OSError):
+                raise FuseLensError(self._death_message(stderr)) from None
+            if message is None:
+                if self._process.poll() is not None and not conn.poll(0):
+                    raise FuseLensError(self._death_message(stderr))
+                continue
+            kind, body = message
+            if kind == "progress":
+                self.progress = Progress(**body)
+                if self._on_progress:
+                    self._on_progress(self.progress)
+            elif kind == "error":
+                raise FuseLensError(body)
+            else:
+                return body
+
+    def _where(self) -> str:
+        return f" (at {self.progress})" if self.progress else ""
+
+    def _death_message(self, stderr: Any) -> str:
+        try:
+            code = self._process.wait(KILL_WAIT_S)
+        except subprocess.TimeoutExpired:
+            code = None
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name
+            how = f"died from signal {name}" + (" (killed: out of memory?)" if name == "SIGKILL" else "")
+        else:
+            how = f"exited with code {code} without a result"
+        stderr.seek(0)
+        lines = [ln for ln in stderr.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+        tail = " | ".join(lines[-STDERR_TAIL_LINES:])
+        return f"the run's child process {how}{self._where()}" + (f"; its last output: {tail[:400]}" if tail else "")
+
+    def _stop_child(self) -> None:
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait(KILL_WAIT_S)
+
+    def _build_result(self, payload: dict[str, Any], pairs: list[tuple[str, str]]) -> RunResult:
+        request = self.request
+        outputs = payload["outputs"]
+        comparison = compare_outputs(outputs["original"], outputs["fused"], pairs) if "fused" in outputs else []
+        return RunResult(model=request.model, backend=request.backend, steps=request.steps, warmup=request.warmup,
+                         traced=request.trace, pass_ids=list(request.pass_ids), graphs=payload["graphs"],
+                         comparison=comparison, seconds=round(time.monotonic() - self._started, 3))
+
+
+def start_run(request: RunRequest, on_progress: Callable[[Progress], None] | None = None) -> RunHandle:
+    """Start a run in a child process and return at once; bad input raises FuseLensError here."""
+    return RunHandle(request, on_progress)
+
+
+def run(request: RunRequest, on_progress: Callable[[Progress], None] | None = None) -> RunResult:
+    """Start a run and wait for it (the CLI; Ctrl-C stops the child)."""
+    handle = start_run(request, on_progress)
+    try:
+        while not handle.done():
+            handle._thread.join(0.2)
+    except KeyboardInterrupt:
+        handle.cancel()
+        handle._thread.join()
+        raise
+    return handle.result()

@@ -1,0 +1,101 @@
+"""The fusion switch file (GE graph / UB fusion passes on and off) and the three NPU switch forms.
+
+JSON form: `{"Switch": {"GraphFusion": {"ALL": "off", "X": "on"}, "UBFusion": {...}}}`; the older
+line form: one `PassName:on|off` per line. ATC takes it as `--fusion_switch_file`, a TF session
+as `custom_op.parameter_map["fusion_switch_file"]`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from core.errors import FuseLensError
+
+SECTIONS = ("GraphFusion", "UBFusion")
+STATES = ("on", "off")
+
+
+@dataclass
+class FusionSwitches:
+    """Per section, pass name -> "on"/"off" (`ALL` switches every pass that may be switched)."""
+
+    graph_fusion: dict[str, str] = field(default_factory=dict)
+    ub_fusion: dict[str, str] = field(default_factory=dict)
+
+    def sections(self) -> dict[str, dict[str, str]]:
+        return {"GraphFusion": self.graph_fusion, "UBFusion": self.ub_fusion}
+
+    def to_json_text(self) -> str:
+        return json.dumps({"Switch": {k: v for k, v in self.sections().items() if v}}, indent=2) + "\n"
+
+    def to_lines(self) -> str:
+        """The line form; it has no `ALL` entry, so `ALL` is left out."""
+        lines = [f"{name}:{state}" for section in self.sections().values()
+                 for name, state in section.items() if name != "ALL"]
+        return "\n".join(lines) + "\n"
+
+
+def parse_switch_file(text: str, source: str = "<switch file>") -> FusionSwitches:
+    """Either form; a bad entry is a FuseLensError naming the file and the line or key."""
+    if text.lstrip().startswith("{"):
+        return _parse_json(text, source)
+    switches = FusionSwitches()
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, sep, state = line.partition(":")
+        if not sep or not name.strip() or state.strip().lower() not in STATES:
+            raise FuseLensError(f"{source}, line {number}: expected PassName:on or PassName:off, got {line!r}")
+        switches.graph_fusion[name.strip()] = state.strip().lower()
+    return switches
+
+
+def _parse_json(text: str, source: str) -> FusionSwitches:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise FuseLensError(f"{source}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("Switch"), dict):
+        raise FuseLensError(f"{source}: expected {{\"Switch\": {{\"GraphFusion\": {{...}}, \"UBFusion\": {{...}}}}}}")
+    switches = FusionSwitches()
+    for section, entries in data["Switch"].items():
+        if section not in SECTIONS:
+            raise FuseLensError(f"{source}: unknown section Switch.{section} (known: {', '.join(SECTIONS)})")
+        if not isinstance(entries, dict):
+            raise FuseLensError(f"{source}: Switch.{section} must be an object of PassName: \"on\"|\"off\"")
+        for name, state in entries.items():
+            if not isinstance(state, str) or state.lower() not in STATES:
+                raise FuseLensError(f"{source}: Switch.{section}.{name} is {state!r}, expected \"on\" or \"off\"")
+            switches.sections()[section][name] = state.lower()
+    return switches
+
+
+@dataclass
+class SwitchForms:
+    """The chosen passes as the Ascend toolchain takes them: the three switch forms."""
+
+    scope_passes: list[str]  # enable_scope_fusion_passes (non-general scope passes switched on)
+    autofuse_flags: str  # AUTOFUSE_FLAGS
+    fusion_switches: FusionSwitches
+
+    @property
+    def scope_passes_text(self) -> str:
+        return ",".join(self.scope_passes)
+
+
+def switch_forms(passes: Iterable[Mapping[str, object]], enabled: Iterable[str], autofuse_flags: str) -> SwitchForms:
+    """The three forms from catalog rows (`id`, `family`, `general`) and the enabled pass ids.
+
+    General scope passes are always on in the parser, so only the others go into
+    enable_scope_fusion_passes; the switch file lists every pass with its state.
+    """
+    on = set(enabled)
+    rows = list(passes)
+    scope = [str(r["id"]) for r in rows if r["family"] == "scope" and not r["general"] and r["id"] in on]
+    graph_fusion = {str(r["id"]): "on" if r["id"] in on or r["general"] else "off" for r in rows}
+    if not any(r["family"] == "autofuse" and r["id"] in on for r in rows):
+        autofuse_flags = "--enable_autofuse=false"
+    return SwitchForms(scope, autofuse_flags, FusionSwitches(graph_fusion=graph_fusion))
