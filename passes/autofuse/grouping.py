@@ -26,9 +26,10 @@ Decisions where the toolchain leaves room:
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
-from core.graph import Graph, TensorRef
+from core.graph import LOOP_BACK_EDGE_OPS, Graph, TensorRef
 from passes.autofuse.flags import AutofuseFlags
 from passes.autofuse.op_classes import (
     CONCAT,
@@ -92,6 +93,29 @@ def group_graph(graph: Graph, flags: AutofuseFlags) -> Grouping:
     return _Grouper(graph, flags).run()
 
 
+def graph_order_topological(graph: Graph) -> list[str]:
+    """A topological order that keeps the GraphDef's node order among ready nodes, so kernel names
+    and counters follow the order the model was written in (Abs before Neg when written so)."""
+    index = {name: i for i, name in enumerate(graph.nodes)}
+    waiting = {name: len({r.node for r in graph.inputs(name) + [TensorRef(c) for c in graph.control_inputs(name)]
+                          if r.node in index and graph.op(r.node) not in LOOP_BACK_EDGE_OPS})
+               for name in graph.nodes}
+    ready = [index[name] for name, count in waiting.items() if count == 0]
+    heapq.heapify(ready)
+    names = list(graph.nodes)
+    order: list[str] = []
+    while ready:
+        name = names[heapq.heappop(ready)]
+        order.append(name)
+        if graph.op(name) in LOOP_BACK_EDGE_OPS:
+            continue
+        for reader in graph.consumer_nodes(name):
+            waiting[reader] -= 1
+            if waiting[reader] == 0:
+                heapq.heappush(ready, index[reader])
+    return order
+
+
 @dataclass(eq=False)
 class _Group:
     members: set[str]
@@ -101,7 +125,7 @@ class _Grouper:
     def __init__(self, graph: Graph, flags: AutofuseFlags):
         self.graph = graph
         self.flags = flags
-        self.order = graph.topological_order()
+        self.order = graph_order_topological(graph)
         self.pos = {name: i for i, name in enumerate(self.order)}
         self.kind = {name: OPAQUE if graph.is_const(name) else classify(graph, name) for name in self.order}
         self.constant = self._constant_nodes()
@@ -205,7 +229,8 @@ class _Grouper:
                 return (f"reduce {reduce} would take {len(producers)} elementwise producers "
                         f"({', '.join(producers)}); a reduce takes at most {MAX_REDUCE_PRODUCERS}")
             for member in producers:
-                outside = [c for c in self.graph.consumer_nodes(member) if c not in members]
+                readers = self.graph.consumer_nodes(member)
+                outside = [c for c in readers if c not in members] or ([] if readers else ["a graph output"])
                 if outside:
                     return (f"intermediate {member} has a consumer outside the group ({outside[0]}); a reduce "
                             f"ends its kernel as its only output, so {reduce} is not fused with {member}")
