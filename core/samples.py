@@ -55,6 +55,8 @@ SAMPLES: dict[str, Sample] = {
                ("scope",)),
         Sample("ssd_decode", "SSD box decoding: a `Decode` scope as the object-detection API writes it",
                ("scope",)),
+        Sample("clip_boxes", "Faster R-CNN `clip_boxes` scope: Maximum, ReverseV2 + Tile of the image shape, Minimum",
+               ("scope",)),
         Sample("conv_bn_training", "Near miss: Conv2D + FusedBatchNormV3 with is_training=true", ("amct",)),
         Sample("conv_shared", "Near miss: Conv2D output read by the BatchNorm and by a Relu", ("amct",)),
         Sample("mul_vector", "Near miss: Conv2D + BiasAdd + Mul by a per-channel vector, not a scalar", ("amct",)),

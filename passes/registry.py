@@ -31,6 +31,11 @@ def register(cls: type[FusionPass]) -> type[FusionPass]:
     return cls
 
 
+def unregister(pass_id: str) -> None:
+    """Remove a pass added at run time (user scope rules that are no longer loaded)."""
+    _REGISTRY.pop(pass_id, None)
+
+
 def catalog() -> list[type[FusionPass]]:
     """Every registered pass, in toolchain order."""
     for package in _PASS_PACKAGES:

@@ -212,6 +212,17 @@ def build_ssd_decode(rng: np.random.Generator) -> None:
     tf.identity(boxes, name="detection_boxes")
 
 
+def build_clip_boxes(rng: np.random.Generator) -> None:
+    """tensorpack Faster R-CNN clip_boxes: boxes clipped to [0, (w, h, w, h)] of the image shape."""
+    boxes = placeholder([64, 4], "boxes")
+    image_shape = placeholder([2], "image_shape", tf.int32)
+    with tf.name_scope("fastrcnn/clip_boxes"):
+        boxes = tf.maximum(boxes, 0.0)
+        window = tf.tile(tf.reverse(image_shape, [0]), [2])
+        boxes = tf.minimum(boxes, tf.cast(window, tf.float32), name="fastrcnn_all_boxes")
+    tf.identity(boxes, name="output")
+
+
 def build_conv_bn_training(rng: np.random.Generator) -> None:
     x = placeholder([1, 16, 16, 8], "input")
     tf.identity(fused_bn(conv(x, rng, 16, "conv1"), rng, "bn1", training=True), name="output")

@@ -26,12 +26,17 @@ def add_pass_selection_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--autofuse-flags", metavar="STR",
                        help='AutoFuse switches in AUTOFUSE_FLAGS syntax; write it with = since it starts with --: '
                             '--autofuse-flags="--autofuse_enable_pass=reduce,concat"')
+    group.add_argument("--enable-scope-passes", action="append", metavar="NAMES",
+                       help="the toolchain's enable_scope_fusion_passes: comma-separated scope pass names to switch on")
+    group.add_argument("--scope-rules", metavar="FILE", help="a YAML or JSON file of user scope fusion rules")
 
 
 def selection_from_args(args: argparse.Namespace) -> PassSelection:
     from passes.autofuse.flags import parse_autofuse_flags
     from passes.registry import resolve_pass_ids
+    from passes.scope.switches import select_scope_passes
 
     flags = getattr(args, "autofuse_flags", None)
     options = {"autofuse_flags": parse_autofuse_flags(flags)} if flags is not None else {}
-    return PassSelection(resolve_pass_ids(split_ids(args.enable), split_ids(args.disable)), options)
+    scope_ids = select_scope_passes(args.enable_scope_passes, args.scope_rules)
+    return PassSelection(resolve_pass_ids(split_ids(args.enable) + scope_ids, split_ids(args.disable)), options)

@@ -1,0 +1,24 @@
+"""ScopeInstanceNormPass: `X/moments` + `X/instancenorm` -> one InstanceNorm (off until enabled)."""
+
+from __future__ import annotations
+
+from passes.registry import register
+from passes.scope.features import NodeOpTypeFeature
+from passes.scope.scope_pass import ScopeRulePass, moments_pair_rule
+
+
+@register
+class ScopeInstanceNormPass(ScopeRulePass):
+    id = "ScopeInstanceNormPass"
+    title = "InstanceNorm scope -> InstanceNorm"
+    description = ("Sibling scopes X/instancenorm (Sub 1, Rsqrt 1, Mul 3, no Identity) and X/moments "
+                   "(Mean 2, SquaredDifference 1, no Squeeze) become one InstanceNorm(x, gamma, beta) with "
+                   "outputs y, mean, rsqrt. Skipped in BigGAN resblocks.")
+    default_enabled = False
+    order = 30
+    rule = moments_pair_rule(
+        "ScopeInstanceNormPass", "InstanceNorm", "instancenorm",
+        [(NodeOpTypeFeature("Sub", 1), NodeOpTypeFeature("Rsqrt", 1), NodeOpTypeFeature("Mul", 3),
+          NodeOpTypeFeature("Identity", -1))],
+        skip_names=("resblock",),
+    )

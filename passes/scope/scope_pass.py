@@ -1,0 +1,246 @@
+"""Scope fusion as the TF parser does it: patterns pick scopes, a pass pairs them and wires one op.
+
+A `ScopeRule` is the declarative part (what the toolchain's DefinePatterns, LastMatchScopesAndOPs
+and GenerateFusionResult say); `ScopeRulePass` runs any rule, so the built-in passes and the
+user's rule files share one engine:
+
+1. For each sub type, in order, scopes are tested top down (a matching scope is taken and its
+   sub-scopes are not searched further); a scope whose last name is the pattern's suffix but
+   which fails a check is a near miss with every failed check in words.
+2. Scopes of the rule's last sub type are fused one by one, or, with `pair`, together with a
+   sibling scope of the partner sub type (LayerNorm: `X/batchnorm` + `X/moments`).
+3. The fused op's inputs and outputs come from named inner nodes (InsertInputs / InsertOutputs);
+   every other value read from outside must be one of those inputs, or the scope is refused.
+
+The fused node is the DESIGN.md one: a call of a library function whose body is every node under
+the fused scopes, so TensorFlow still runs the graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from core.graph import Graph, GraphEditor, TensorRef
+from core.provenance import Rewrite
+from passes.base import FusionPass, Match, NearMiss
+from passes.fused import fuse_subgraph
+from passes.scope.features import NodeOpTypeFeature, ScopeContext, ScopeFeature, ScopePattern
+from passes.scope.scope_tree import Scope, ScopeTree
+
+
+@dataclass(frozen=True)
+class InputWire:
+    """Fused input i = input `input` of inner node `node`; `input` None = its one input from outside."""
+
+    node: str  # relative to the fused scope (`batchnorm/mul_1`), or a unique `/`-suffix of an inner name
+    input: int | None = None
+
+
+@dataclass(frozen=True)
+class OutputWire:
+    """Fused output k = output `port` of inner node `node`."""
+
+    node: str
+    port: int = 0
+
+
+@dataclass(frozen=True)
+class ScopeRule:
+    name: str
+    op_type: str
+    patterns: tuple[ScopePattern, ...]
+    inputs: tuple[InputWire, ...]
+    outputs: tuple[OutputWire, ...]
+    pair: tuple[str, str] | None = None  # (sub type, sibling sub type) fused together
+    skip_names: tuple[str, ...] = ()  # a fused scope whose name contains one of these is left alone
+    attrs: Mapping[str, Any] = field(default_factory=dict)  # constant attrs of the fused node
+    unpaired_hint: str = ""  # appended to "a X scope without a sibling Y scope"
+
+    @property
+    def sub_types(self) -> list[str]:
+        return list(dict.fromkeys(p.sub_type for p in self.patterns))
+
+    @property
+    def fused_sub_type(self) -> str:
+        return self.pair[0] if self.pair else self.sub_types[-1]
+
+
+class _Refused(Exception):
+    """A group of scopes that matched but cannot be wired; the message is the near-miss reason."""
+
+
+class ScopeRulePass(FusionPass):
+    """Runs `rule`. Subclasses set the catalog metadata and may add attrs (`fused_attrs`)."""
+
+    family = "scope"
+    rule: ClassVar[ScopeRule]
+
+    # ---- matching --------------------------------------------------------------------------
+    def candidates(self, graph: Graph) -> Iterator[Match | NearMiss]:
+        tree = ScopeTree(graph)
+        context = ScopeContext(graph, {})
+        matched: dict[str, list[Scope]] = {}
+        for sub_type in self.rule.sub_types:
+            matched[sub_type] = []
+            variants = [p for p in self.rule.patterns if p.sub_type == sub_type]
+            yield from self._match_top_down(tree, sub_type, variants, context, matched[sub_type])
+        for group in self._groups(matched):
+            if isinstance(group, NearMiss):
+                yield group
+                continue
+            try:
+                yield self._match_group(graph, group)
+            except _Refused as refused:
+                yield NearMiss(self.id, _fused_name(group), _nodes_of(graph, group), str(refused))
+
+    def _match_top_down(self, tree: ScopeTree, sub_type: str, variants: Sequence[ScopePattern],
+                        context: ScopeContext, found: list[Scope]) -> Iterator[NearMiss]:
+        stack = list(reversed(tree.root.children.values()))
+        while stack:
+            scope = stack.pop()
+            failures = [(p, p.failures(scope, context)) for p in variants]
+            if any(not reasons for _, reasons in failures):
+                context.sub_types[scope.name] = sub_type  # type: ignore[index]
+                found.append(scope)
+                continue
+            named = [reasons for p, reasons in failures if p.names_scope(scope)]
+            if named:
+                closest = min(named, key=len)
+                yield NearMiss(self.id, scope.name, tuple(scope.all_nodes()),
+                               f"{sub_type} scope does not match the pattern: {'; '.join(closest)}")
+            stack.extend(reversed(scope.children.values()))
+
+    def _groups(self, matched: Mapping[str, list[Scope]]) -> Iterator[tuple[Scope, ...] | NearMiss]:
+        if self.rule.pair is None:
+            yield from ((s,) for s in matched[self.rule.fused_sub_type])
+            return
+        first, second = self.rule.pair
+        partners = list(matched[second])
+        for scope in matched[first]:
+            partner = next((p for p in partners if p.parent is scope.parent), None)
+            if partner is None:
+                yield NearMiss(self.id, scope.name, tuple(scope.all_nodes()), self._unpaired(scope, first, second))
+                continue
+            partners.remove(partner)
+            yield scope, partner
+
+    def _unpaired(self, scope: Scope, first: str, second: str) -> str:
+        suffixes = {p.suffix for p in self.rule.patterns if p.sub_type == second}
+        siblings = [s.name for s in (scope.parent.children.values() if scope.parent else ()) if s.last_name in suffixes]
+        if siblings:
+            return f"its sibling {siblings[0]} does not match the {second} pattern (see its near miss)"
+        return f"a {first} scope without a sibling {second} scope{self.rule.unpaired_hint}"
+
+    def _match_group(self, graph: Graph, group: tuple[Scope, ...]) -> Match:
+        for scope in group:
+            for word in self.rule.skip_names:
+                if word in scope.name:
+                    raise _Refused(f"the name {scope.name} contains {word!r}; {self.id} never fuses such a scope")
+        name = _fused_name(group)
+        nodes = _nodes_of(graph, group)
+        inside = set(nodes)
+        inputs = [self._wire_input(graph, name, nodes, inside, wire) for wire in self.rule.inputs]
+        outputs = [TensorRef(_resolve(wire.node, name, nodes), wire.port) for wire in self.rule.outputs]
+        _check_all_inputs_wired(graph, nodes, inside, inputs)
+        attrs = {**self.rule.attrs, **self.fused_attrs(graph, group, inputs)}
+        summary = (f"{', '.join(s.name for s in group)} ({len(nodes)} nodes) -> {self.rule.op_type} {name} "
+                   f"({len(inputs)} inputs, {len(outputs)} outputs)")
+        return Match(
+            self.id, name, tuple(nodes), tuple(dict.fromkeys(o.node for o in outputs)), summary,
+            bindings=dict(zip(self.rule.pair or (self.rule.fused_sub_type,), (s.name for s in group))),
+            details={"op_type": self.rule.op_type, "fused_name": name, "scopes": [s.name for s in group],
+                     "inputs": [str(r) for r in inputs], "outputs": [str(r) for r in outputs], "attrs": attrs},
+        )
+
+    @staticmethod
+    def _wire_input(graph: Graph, name: str, nodes: Sequence[str], inside: set[str], wire: InputWire) -> TensorRef:
+        node = _resolve(wire.node, name, nodes)
+        refs = graph.inputs(node)
+        if wire.input is None:
+            outside = [r for r in refs if r.node not in inside]
+            if len(outside) != 1:
+                raise _Refused(f"{node} has {len(outside)} inputs from outside the scope; the wiring needs exactly 1")
+            return outside[0]
+        if wire.input >= len(refs):
+            raise _Refused(f"{node} has {len(refs)} inputs; the wiring reads input {wire.input}")
+        ref = refs[wire.input]
+        if ref.node in inside:
+            raise _Refused(f"input {wire.input} of {node} comes from {ref.node} inside the scope; "
+                           "a fused input must come from outside")
+        return ref
+
+    def fused_attrs(self, graph: Graph, group: tuple[Scope, ...], inputs: Sequence[TensorRef]) -> dict[str, Any]:
+        """Attrs computed from the matched graph (LayerNorm: begin_norm_axis); none by default."""
+        return {}
+
+    # ---- rewriting -------------------------------------------------------------------------
+    def rewrite(self, graph: Graph, editor: GraphEditor, match: Match) -> Rewrite:
+        details = match.details
+        call = fuse_subgraph(
+            graph, editor, name=details["fused_name"], nodes=match.nodes,
+            inputs=[TensorRef.parse(r) for r in details["inputs"]],
+            outputs=[TensorRef.parse(r) for r in details["outputs"]],
+            pass_id=self.id, op_type=self.rule.op_type, attrs=op_attrs(details["attrs"]),
+        )
+        return Rewrite(self.id, match.index, removed=match.nodes, created=(call,))
+
+
+def op_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The fused op's attrs as stored on the call node: `_`-prefixed, since TensorFlow refuses
+    (and logs an error for) unknown attrs on a function call, but ignores `_` ones."""
+    return {f"_{key}": value for key, value in attrs.items()}
+
+
+def _fused_name(group: tuple[Scope, ...]) -> str:
+    """The toolchain's fused op name: the scope itself, or for a pair the prefix they share."""
+    parent = group[0].parent
+    return parent.name if len(group) > 1 and parent is not None and parent.name else group[0].name
+
+
+def _nodes_of(graph: Graph, group: Iterable[Scope]) -> tuple[str, ...]:
+    """Every node under the scopes, in graph order (the fused function's body)."""
+    inside = {n for scope in group for n in scope.all_nodes()}
+    return tuple(n for n in graph.nodes if n in inside)
+
+
+def _resolve(wire_node: str, fused_name: str, nodes: Sequence[str]) -> str:
+    """The inner node a wiring entry names: `<fused name>/<wire>`, else the one node ending in `/<wire>`."""
+    exact = f"{fused_name}/{wire_node}" if fused_name else wire_node
+    if exact in nodes:
+        return exact
+    found = [n for n in nodes if n.endswith("/" + wire_node)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise _Refused(f"no inner node {wire_node} to wire (looked for {exact})")
+    raise _Refused(f"the wiring name {wire_node} fits {len(found)} inner nodes ({', '.join(found[:3])})")
+
+
+def _check_all_inputs_wired(graph: Graph, nodes: Sequence[str], inside: set[str],
+                            inputs: Sequence[TensorRef]) -> None:
+    wired = set(inputs)
+    for node in nodes:
+        for ref in graph.inputs(node):
+            if ref.node not in inside and ref not in wired:
+                raise _Refused(f"{node} reads {ref} from outside the scope, and no fused input is wired to it")
+
+
+def moments_pair_rule(name: str, op_type: str, norm_scope: str, norm_census: Iterable[Sequence[NodeOpTypeFeature]],
+                      *, skip_names: tuple[str, ...], unpaired_hint: str = "") -> ScopeRule:
+    """LayerNorm / InstanceNorm: `X/<norm_scope>` (one census per variant) + sibling `X/moments`.
+
+    Wiring (toolchain): x = the outside input of `<norm>/mul_1`, gamma = that of `<norm>/mul`,
+    beta = input 0 of `<norm>/sub`; outputs y = `<norm>/add_1`, mean = `moments/mean`,
+    rstd = `<norm>/Rsqrt`.
+    """
+    norm = [ScopePattern(norm_scope, (*census, ScopeFeature(suffix=norm_scope))) for census in norm_census]
+    moments = ScopePattern("moments", (NodeOpTypeFeature("Mean", 2), NodeOpTypeFeature("SquaredDifference", 1),
+                                       NodeOpTypeFeature("Squeeze", -1), ScopeFeature(suffix="moments")))
+    return ScopeRule(
+        name, op_type, (*norm, moments),
+        inputs=(InputWire(f"{norm_scope}/mul_1"), InputWire(f"{norm_scope}/mul"), InputWire(f"{norm_scope}/sub", 0)),
+        outputs=(OutputWire(f"{norm_scope}/add_1"), OutputWire("moments/mean"), OutputWire(f"{norm_scope}/Rsqrt")),
+        pair=(norm_scope, "moments"), skip_names=skip_names, unpaired_hint=unpaired_hint,
+    )
