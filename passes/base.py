@@ -15,7 +15,7 @@ Passes return new graphs; the graph they receive is never modified.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -93,6 +93,10 @@ class FusionPass:
         """Edit `editor` for one match; return what was removed, modified and created."""
         raise NotImplementedError
 
+    def is_constant(self, graph: Graph, name: str) -> bool:
+        """What counts as a weight here (pruned once unread); a pass may widen it, e.g. to Reshape(Const)."""
+        return graph.is_const(name)
+
     # ---- the engine ------------------------------------------------------------------------
     def dry_run(self, graph: Graph) -> PassResult:
         """Matches and near misses, after the safety checks; the graph is not changed."""
@@ -126,7 +130,7 @@ class FusionPass:
         editor = graph.editor()
         for found in result.matches:
             result.rewrites.append(self.rewrite(graph, editor, found))
-        pruned = prune_dead_constants(graph, editor)
+        pruned = prune_dead_constants(graph, editor, self.is_constant)
         if pruned:
             result.rewrites.append(Rewrite(self.id, -1, removed=tuple(pruned)))
         new_graph = editor.build()
@@ -198,7 +202,8 @@ def weight_chain(graph: Graph, name: str) -> list[str]:
     return chain
 
 
-def prune_dead_constants(graph: Graph, editor: GraphEditor) -> list[str]:
+def prune_dead_constants(graph: Graph, editor: GraphEditor,
+                         is_constant: Callable[[Graph, str], bool] = Graph.is_const) -> list[str]:
     """Remove Const / Identity(Const) nodes whose value nothing reads any more after this edit.
 
     A control edge to such a node (a frozen Keras graph's NoOp waits on every ReadVariableOp)
@@ -208,7 +213,7 @@ def prune_dead_constants(graph: Graph, editor: GraphEditor) -> list[str]:
     while True:
         refs = {name: [TensorRef.parse(text) for text in editor.node(name).input] for name in editor.names()}
         read = {ref.node for node_refs in refs.values() for ref in node_refs if not ref.control}
-        dead = {n for n in refs if n in graph.nodes and n not in read and graph.consumers(n) and graph.is_const(n)}
+        dead = {n for n in refs if n in graph.nodes and n not in read and graph.consumers(n) and is_constant(graph, n)}
         if not dead:
             return pruned
         for name, node_refs in refs.items():

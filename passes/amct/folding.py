@@ -1,0 +1,351 @@
+"""What the AMCT passes share: the "op [+BiasAdd]" chain, BatchNorm checks and the fold arithmetic.
+
+Per output channel c a BatchNorm at inference is y = x * s + shift with
+s = gamma / sqrt(var + eps) and shift = beta - mean * s. Folding it into the op before it:
+W'[..., c] = W[..., c] * s and b' = b * s + shift = (b - mean) * s + beta (b = 0 without BiasAdd).
+A Mul by a scalar is the same fold with s scalar and no shift.
+
+The fold keeps the op's name (a modified node), gives it a new filter Const, and gives the chain a
+BiasAdd with a new bias Const (the existing BiasAdd, modified, or a new one). The old weights are
+pruned by the engine once nothing reads them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from core.graph import Graph, GraphEditor, TensorRef
+from core.nodes import make_const, make_node
+from core.provenance import Rewrite
+from passes.base import FusionPass, Match, NearMiss
+from passes.pattern import Op, match
+
+BN_TYPES = "FusedBatchNorm|FusedBatchNormV2|FusedBatchNormV3"
+BN_PARAMS = ("gamma", "beta", "mean", "variance")  # FusedBatchNorm inputs 1..4
+CONV_TYPES = ("Conv2D", "DepthwiseConv2dNative")
+FILTER_SLOT = 1  # the weight input of Conv2D, DepthwiseConv2dNative, MatMul and Conv2DBackpropInput
+PREVIEW = 4  # values shown per array in Match.details
+
+
+# Ops that only reshape a constant: Keras 3 writes BatchNorm parameters as Reshape(ReadVariableOp)
+# and a conv bias as Squeeze(Reshape(ReadVariableOp)); their values still fold.
+SHAPE_OPS = frozenset({"Reshape", "Squeeze", "ExpandDims"})
+
+
+def constant_value(graph: Graph, name: str) -> np.ndarray | None:
+    """The value of a Const, possibly behind Identity and Reshape / Squeeze / ExpandDims; else None."""
+    op = graph.op(name)
+    if op not in SHAPE_OPS:
+        return graph.const_value(name)
+    inputs = graph.inputs(name)
+    value = constant_value(graph, inputs[0].node)
+    if value is None:
+        return None
+    if op == "Squeeze":
+        dims = graph.attr(name, "squeeze_dims", [])
+        return np.squeeze(value, axis=tuple(dims) if dims else None)
+    argument = graph.const_value(inputs[1].node)
+    if argument is None:
+        return None
+    return value.reshape(argument) if op == "Reshape" else np.expand_dims(value, int(argument))
+
+
+def is_constant(graph: Graph, name: str) -> bool:
+    """Cheap structural test for constant_value (no tensor is decoded)."""
+    while graph.op(name) in SHAPE_OPS:
+        inputs = graph.inputs(name)
+        if graph.op(name) != "Squeeze" and not graph.is_const(inputs[1].node):
+            return False
+        name = inputs[0].node
+    return graph.is_const(name)
+
+
+class AmctPass(FusionPass):
+    """Base of the AMCT passes: a reshaped constant counts as a weight (and is pruned once unread)."""
+
+    family = "amct"
+
+    def is_constant(self, graph: Graph, name: str) -> bool:
+        return is_constant(graph, name)
+
+
+def chain_pattern(op_types: Iterable[str]) -> Op:
+    """OP [+ BiasAdd], matched from its last node."""
+    return Op("BiasAdd", "bias_add", [Op("|".join(op_types), "op")], optional=True)
+
+
+@dataclass(frozen=True)
+class Chain:
+    """An op with a constant weight at input 1 and an optional BiasAdd after it."""
+
+    op: str
+    filter: str
+    bias_add: str | None = None
+    bias: str | None = None
+
+    @property
+    def output(self) -> str:
+        return self.bias_add or self.op
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return (self.op, self.bias_add) if self.bias_add else (self.op,)
+
+    @property
+    def weights(self) -> tuple[str, ...]:
+        return (self.filter, self.bias) if self.bias else (self.filter,)
+
+    def weight_roles(self) -> dict[str, str]:
+        """Role -> node of every weight the fold rewrites, for a worded refusal."""
+        roles = {f"filter of {self.op}": self.filter}
+        if self.bias_add and self.bias:
+            roles[f"bias of {self.bias_add}"] = self.bias
+        return roles
+
+
+def find_chain(graph: Graph, node: str, op_types: Iterable[str]) -> tuple[Chain | None, str]:
+    """The chain ending at `node`, or None and why not (a structural mismatch says so in words)."""
+    result = match(graph, chain_pattern(op_types), node)
+    if not result.ok:
+        return None, result.reason
+    op, bias_add = result.bindings["op"], result.bindings.get("bias_add")
+    chain = Chain(op, graph.input_node(op, FILTER_SLOT), bias_add,
+                  graph.input_node(bias_add, 1) if bias_add else None)
+    if bias_add and graph.attr(bias_add, "data_format", "NHWC") != graph.attr(op, "data_format", "NHWC"):
+        return None, f"{bias_add} and {op} disagree on data_format"
+    return chain, ""
+
+
+def non_constant(graph: Graph, named_inputs: Mapping[str, str]) -> str | None:
+    """A reason when one of the role -> node inputs is not a constant (possibly behind Identity)."""
+    for role, node in named_inputs.items():
+        if not is_constant(graph, node):
+            return f"the {role} ({node}, {graph.op(node)}) is not a constant, so it cannot be folded"
+    return None
+
+
+def bn_checks(graph: Graph, bn: str) -> str | None:
+    """Why a FusedBatchNorm* cannot be folded at all, or None."""
+    if graph.attr(bn, "is_training", True):
+        return (f"{bn} ({graph.op(bn)}) is in training mode (is_training=true): it normalises with batch "
+                "statistics, so there are no fixed mean and variance to fold")
+    params = {role: graph.input_node(bn, i + 1) for i, role in enumerate(BN_PARAMS)}
+    reason = non_constant(graph, {f"BatchNorm {role}": node for role, node in params.items()})
+    if reason:
+        return reason
+    side = [c for c in graph.consumers(bn) if c.port != 0]
+    if side:
+        return f"{side[0].node} reads output {side[0].port} of {bn} (its batch statistics), which a fold removes"
+    return None
+
+
+@dataclass(frozen=True)
+class Affine:
+    """y = x * scale + shift per output channel (scale may be a scalar, shift may be absent)."""
+
+    scale: np.ndarray
+    shift: np.ndarray | None = None
+    epsilon: float | None = None
+
+    def channels(self) -> int:
+        return int(self.scale.size)
+
+    def part(self, start: int, stop: int) -> Affine:
+        """The channels [start, stop): one branch of a group conv."""
+        return Affine(self.scale[start:stop], None if self.shift is None else self.shift[start:stop], self.epsilon)
+
+    def finite(self) -> bool:
+        return bool(np.isfinite(self.scale).all() and (self.shift is None or np.isfinite(self.shift).all()))
+
+
+def batchnorm_affine(gamma: np.ndarray, beta: np.ndarray, mean: np.ndarray, variance: np.ndarray,
+                     epsilon: float) -> Affine:
+    """s = gamma / sqrt(var + eps), shift = beta - mean * s (in float64, cast when written)."""
+    with np.errstate(all="ignore"):
+        scale = np.asarray(gamma, np.float64) / np.sqrt(np.asarray(variance, np.float64) + epsilon)
+        shift = np.asarray(beta, np.float64) - np.asarray(mean, np.float64) * scale
+    return Affine(scale, shift, float(epsilon))
+
+
+def bn_affine(graph: Graph, bn: str) -> Affine:
+    """The affine map of an inference FusedBatchNorm* with constant parameters."""
+    values = [constant_value(graph, graph.input_node(bn, i + 1)) for i in range(len(BN_PARAMS))]
+    return batchnorm_affine(*values, epsilon=graph.attr(bn, "epsilon", 1e-4))
+
+
+def out_channels(graph: Graph, chain: Chain) -> int:
+    """Output channels of the chain's op from its filter: [kh, kw, in, mult] for depthwise, last axis else."""
+    shape = constant_value(graph, chain.filter).shape
+    return int(shape[2] * shape[3]) if graph.op(chain.op) == "DepthwiseConv2dNative" else int(shape[-1])
+
+
+def scale_filter(op_type: str, weights: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """W * s along the output channel; a depthwise filter [kh, kw, in, mult] has channel in*mult+m."""
+    if scale.ndim == 0:
+        return weights * scale
+    if op_type == "DepthwiseConv2dNative":
+        return weights * scale.reshape(weights.shape[2], weights.shape[3])
+    return weights * scale
+
+
+def folded_bias(graph: Graph, chain: Chain, affine: Affine) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(bias before, bias after) of the chain; None when the chain has no bias and gets none."""
+    before = constant_value(graph, chain.bias).astype(np.float64) if chain.bias else None
+    if before is None and affine.shift is None:
+        return None, None
+    after = (before if before is not None else 0.0) * affine.scale
+    if affine.shift is not None:
+        after = after + affine.shift
+    return before, np.asarray(after)
+
+
+def preview(values: np.ndarray | float | None) -> list[float] | float | None:
+    """The first few values, rounded: enough to see in a details panel, small in a JSON report."""
+    if values is None:
+        return None
+    array = np.asarray(values, np.float64)
+    if array.ndim == 0:
+        return float(f"{float(array):.6g}")
+    return [float(f"{v:.6g}") for v in array.reshape(-1)[:PREVIEW]]
+
+
+def fold_details(graph: Graph, chain: Chain, affine: Affine) -> dict[str, Any]:
+    """Match.details of a fold: what a user checks before trusting it."""
+    before, after = folded_bias(graph, chain, affine)
+    if after is None:
+        bias_add = None
+    else:
+        bias_add = chain.bias_add or "(new BiasAdd)"
+    details: dict[str, Any] = {"op": chain.op, "op_type": graph.op(chain.op), "filter": chain.filter,
+                               "filter_shape": list(constant_value(graph, chain.filter).shape), "bias_add": bias_add,
+                               "scale": preview(affine.scale), "bias_before": preview(before),
+                               "bias_after": preview(after)}
+    if affine.epsilon is not None:
+        details = {"epsilon": preview(affine.epsilon), "channels": affine.channels(), **details}
+    return details
+
+
+@dataclass
+class Folded:
+    """What one fold did: the tensor that now carries the result, and the nodes it touched."""
+
+    output: str
+    modified: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+
+
+def fold_into_chain(graph: Graph, editor: GraphEditor, chain: Chain, affine: Affine) -> Folded:
+    """Write W' and b' as new Consts; the op keeps its name, the chain ends in a BiasAdd if b' exists."""
+    weights = constant_value(graph, chain.filter)
+    new_filter = _add_const(editor, f"{chain.op}/folded_filter",
+                            scale_filter(graph.op(chain.op), weights.astype(np.float64), affine.scale)
+                            .astype(weights.dtype), after=chain.op)
+    editor.set_input(chain.op, FILTER_SLOT, new_filter)
+    done = Folded(chain.op, [chain.op], [new_filter])
+    _, bias = folded_bias(graph, chain, affine)
+    if bias is None:
+        return done
+    dtype = constant_value(graph, chain.bias).dtype if chain.bias else weights.dtype
+    new_bias = _add_const(editor, f"{chain.op}/folded_bias", bias.astype(dtype), after=chain.output)
+    done.created.append(new_bias)
+    if chain.bias_add:
+        editor.set_input(chain.bias_add, 1, new_bias)
+        done.modified.append(chain.bias_add)
+        done.output = chain.bias_add
+        return done
+    bias_add = make_node("BiasAdd", editor.unique_name(f"{chain.op}/BiasAdd"), [chain.op, new_bias],
+                         {"T": editor.node(chain.op).attr["T"],
+                          "data_format": graph.attr(chain.op, "data_format", "NHWC")})
+    editor.add(bias_add, after=chain.op)
+    done.created.append(bias_add.name)
+    done.output = bias_add.name
+    return done
+
+
+def _add_const(editor: GraphEditor, base: str, value: np.ndarray, *, after: str) -> str:
+    return editor.add(make_const(editor.unique_name(base), value), after=after)
+
+
+def redirect_consumers(graph: Graph, editor: GraphEditor, old: str, new: str) -> None:
+    """Every reader of `old` (port 0, data or control) reads `new` instead.
+
+    Uses the source graph's consumer index, so a pass with thousands of matches stays linear;
+    readers removed earlier in the same edit are skipped.
+    """
+    for consumer in graph.consumers(old, 0):
+        if consumer.node in editor:
+            editor.set_input(consumer.node, consumer.index, TensorRef(new))
+    for reader in graph.control_consumers(old):
+        if reader in editor:
+            node = editor.mutable(reader)
+            node.input[list(node.input).index(f"^{old}")] = f"^{new}"
+
+
+def replace_node(graph: Graph, editor: GraphEditor, old: str, new: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Readers of `old` read `new` and `old` goes: (removed, modified) for the Rewrite.
+
+    A model output (nothing reads it) keeps its name as an Identity of `new`, so whoever fetches
+    the model's outputs by name still finds them in the fused graph.
+    """
+    redirect_consumers(graph, editor, old, new)
+    editor.remove(old)
+    if graph.consumers(old):
+        return (old,), ()
+    editor.add(make_node("Identity", old, [new], {"T": graph.node(old).attr["T"]}), after=new)
+    return (), (old,)
+
+
+class BatchnormFoldPass(AmctPass):
+    """OP [+ BiasAdd] + FusedBatchNorm* (inference) -> OP with folded weights + BiasAdd.
+
+    Subclasses name the op type; they report near misses only for BNs that read that op type,
+    so two such passes never explain the same BN twice.
+    """
+
+    op_type: ClassVar[str]
+
+    def candidates(self, graph: Graph) -> Iterable[Match | NearMiss]:
+        for node in graph:
+            if node.op not in BN_TYPES.split("|"):
+                continue
+            bn = node.name
+            chain, _ = find_chain(graph, graph.input_node(bn, 0), (self.op_type,))
+            if chain is None:
+                continue  # not this pass's structure: another pass (or none) owns this BN
+            nodes = (*chain.nodes, bn)
+            reason = self._refusal(graph, chain, bn)
+            if reason:
+                yield NearMiss(self.id, bn, nodes, reason)
+                continue
+            affine = bn_affine(graph, bn)
+            if not affine.finite():
+                yield NearMiss(self.id, bn, nodes, f"folding {bn} gives NaN or Inf (variance + epsilon <= 0)")
+                continue
+            yield Match(self.id, bn, nodes, (bn,), f"fold {bn} into {chain.op}",
+                        bindings={"op": chain.op, "bn": bn, "filter": chain.filter,
+                                  **({"bias_add": chain.bias_add, "bias": chain.bias} if chain.bias_add else {})},
+                        details=fold_details(graph, chain, affine), weights=chain.weights)
+
+    def _refusal(self, graph: Graph, chain: Chain, bn: str) -> str | None:
+        reason = bn_checks(graph, bn) or non_constant(graph, chain.weight_roles())
+        if reason:
+            return reason
+        if graph.attr(bn, "data_format", "NHWC") != graph.attr(chain.op, "data_format", "NHWC"):
+            return f"{bn} and {chain.op} use different data formats"
+        channels, params = out_channels(graph, chain), constant_value(graph, graph.input_node(bn, 1)).size
+        if channels != params:
+            return f"{chain.op} has {channels} output channels but {bn} normalises {params}"
+        return None
+
+    def rewrite(self, graph: Graph, editor: GraphEditor, found: Match) -> Rewrite:
+        bn = found.anchor
+        chain = Chain(found.bindings["op"], found.bindings["filter"], found.bindings.get("bias_add"),
+                      found.bindings.get("bias"))
+        done = fold_into_chain(graph, editor, chain, bn_affine(graph, bn))
+        removed, kept = replace_node(graph, editor, bn, done.output)
+        return Rewrite(self.id, found.index, removed=removed, modified=(*done.modified, *kept),
+                       created=tuple(done.created))

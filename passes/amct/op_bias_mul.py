@@ -1,0 +1,85 @@
+"""OpBiasAddMulFusionPass: Conv2D / MatMul / DepthwiseConv2dNative / Conv2DBackpropInput [+ BiasAdd] + Mul(scalar)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from core.graph import Graph, GraphEditor
+from core.provenance import Rewrite
+from passes.amct.folding import (
+    Affine,
+    AmctPass,
+    Chain,
+    constant_value,
+    find_chain,
+    fold_details,
+    fold_into_chain,
+    non_constant,
+    preview,
+    replace_node,
+)
+from passes.base import Match, NearMiss
+from passes.registry import register
+
+OP_TYPES = ("Conv2D", "MatMul", "DepthwiseConv2dNative", "Conv2DBackpropInput")
+
+
+@register
+class OpBiasAddMulFusionPass(AmctPass):
+    id = "OpBiasAddMulFusionPass"
+    title = "OP [+ BiasAdd] + Mul(scalar) -> OP with scaled weights"
+    description = ("A Conv2D, MatMul, DepthwiseConv2dNative or Conv2DBackpropInput, optionally followed by a "
+                   "BiasAdd, then a Mul whose other input is a Const with an empty shape (a scalar s): "
+                   "W' = W * s and b' = b * s, and the Mul is deleted. A Mul by a vector is refused: AMCT "
+                   "folds only a scalar, which scales every channel alike.")
+    order = 50
+
+    def candidates(self, graph: Graph) -> Iterable[Match | NearMiss]:
+        for node in graph:
+            if node.op != "Mul":
+                continue
+            found = self._chain_and_factor(graph, node.name)
+            if found is None:
+                continue
+            chain, factor = found
+            mul = node.name
+            nodes = (*chain.nodes, mul)
+            value = constant_value(graph, factor)
+            reason = non_constant(graph, chain.weight_roles())
+            if reason is None and value is None:
+                reason = f"{mul} multiplies by {factor} ({graph.op(factor)}), which is not a constant"
+            elif reason is None and value.shape != ():
+                reason = (f"{mul} multiplies by {factor} of shape {list(value.shape)}, not a scalar (empty shape): "
+                          "AMCT folds only a scalar Mul")
+            if reason:
+                yield NearMiss(self.id, mul, nodes, reason)
+                continue
+            affine = Affine(np.asarray(value, np.float64))
+            if not affine.finite():
+                yield NearMiss(self.id, mul, nodes, f"{factor} is NaN or Inf")
+                continue
+            yield Match(self.id, mul, nodes, (mul,), f"fold {mul} (x {preview(value)}) into {chain.op}",
+                        bindings={"op": chain.op, "mul": mul, "factor": factor, "filter": chain.filter,
+                                  **({"bias_add": chain.bias_add, "bias": chain.bias} if chain.bias_add else {})},
+                        details={"factor": preview(value), **fold_details(graph, chain, affine)},
+                        weights=chain.weights)
+
+    @staticmethod
+    def _chain_and_factor(graph: Graph, mul: str) -> tuple[Chain, str] | None:
+        """The OP [+ BiasAdd] chain on either side of the Mul, and the Mul's other input."""
+        inputs = graph.inputs(mul)
+        for slot in (0, 1):
+            chain, _ = find_chain(graph, inputs[slot].node, OP_TYPES)
+            if chain is not None and inputs[slot].port == 0:
+                return chain, inputs[1 - slot].node
+        return None
+
+    def rewrite(self, graph: Graph, editor: GraphEditor, found: Match) -> Rewrite:
+        b = found.bindings
+        chain = Chain(b["op"], b["filter"], b.get("bias_add"), b.get("bias"))
+        done = fold_into_chain(graph, editor, chain, Affine(np.asarray(constant_value(graph, b["factor"]), np.float64)))
+        removed, kept = replace_node(graph, editor, b["mul"], done.output)
+        return Rewrite(self.id, found.index, removed=removed, modified=(*done.modified, *kept),
+                       created=tuple(done.created))

@@ -1,0 +1,160 @@
+"""SmallOpBatchnormFusionPass: Keras BatchNormalization written as small ops -> FusedBatchNormV3.
+
+tf.nn.batch_normalization (Keras BatchNormalization(fused=False) at inference, and every
+BatchNormalization of a frozen Keras 3 model) writes, under NAME/batchnorm/:
+
+    inv = Rsqrt(var + eps) [* gamma]
+    y   = x * inv + (beta - mean * inv)     # center=False: + (-mean) * inv
+
+The pass turns it into one FusedBatchNormV3 (is_training=false) so that the conv BatchNorm folds
+then remove it; it runs before them in the AMCT family.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from core import proto
+from core.graph import Graph, GraphEditor
+from core.nodes import make_const, make_node
+from core.provenance import Rewrite
+from passes.amct.folding import CONV_TYPES, AmctPass, constant_value, find_chain, is_constant, preview, replace_node
+from passes.base import Match, NearMiss
+from passes.pattern import ANY, MatchResult, Op, match
+from passes.registry import register
+
+FUSED_BN_DTYPES = frozenset({proto.DT_FLOAT, proto.DT_HALF, proto.types_pb2.DT_BFLOAT16})
+PARAMS = ("gamma", "beta", "mean", "variance")  # FusedBatchNormV3 inputs 1..4
+CONSTANTS = ("variance", "epsilon", "mean", "gamma", "beta")
+DEFAULTS = {"gamma": 1.0, "beta": 0.0}  # what scale=False / center=False leave out
+
+
+def _variant(center: bool, scale: bool) -> Op:
+    """The structure; the parameters bind to any node and _refusal() says which one is not a constant."""
+    rsqrt = Op("Rsqrt", "rsqrt", [Op("Add|AddV2", "add_eps", [Op("*", "variance"), Op("*", "epsilon")])])
+    inv = Op("Mul", "inv", [rsqrt, Op("*", "gamma")]) if scale else rsqrt
+    mean = Op("*", "mean") if center else Op("Neg", "neg", [Op("*", "mean")])
+    mean_mul = Op("Mul", "mul_mean", [mean, inv])
+    shift = Op("Sub", "sub", [Op("*", "beta"), mean_mul]) if center else mean_mul
+    return Op("Add|AddV2", "add", [Op("Mul", "mul_x", [ANY, inv]), shift])
+
+
+VARIANTS = {
+    "default": _variant(center=True, scale=True),
+    "center=False": _variant(center=False, scale=True),
+    "scale=False": _variant(center=True, scale=False),
+    "center=False, scale=False": _variant(center=False, scale=False),
+}
+OP_ROLES = ("add", "mul_x", "inv", "rsqrt", "add_eps", "mul_mean", "neg", "sub")  # the nodes replaced
+
+
+def per_channel(value: np.ndarray, channels: int) -> np.ndarray | None:
+    """The parameter as one float32 per channel of the last axis, or None if it is not that."""
+    if value.size == 1:
+        return np.full(channels, value.reshape(()), np.float32)
+    if value.ndim >= 1 and value.shape[-1] == channels and value.size == channels:
+        return value.reshape(channels).astype(np.float32)
+    return None
+
+
+@register
+class SmallOpBatchnormFusionPass(AmctPass):
+    id = "SmallOpBatchnormFusionPass"
+    title = "Keras small-op BatchNorm -> FusedBatchNormV3"
+    description = ("A BatchNormalization written as small ops (AddV2 / Rsqrt / Mul / Mul / Mul / Sub / AddV2: "
+                   "y = x * inv + (beta - mean * inv), inv = gamma / sqrt(var + eps)) in its four Keras variants "
+                   "(default, center=False, scale=False, both False) after a Conv2D or DepthwiseConv2dNative "
+                   "(optionally + BiasAdd) with a 4-D input becomes one FusedBatchNormV3 (is_training=false, "
+                   "epsilon from the add constant, gamma = 1 and beta = 0 where the variant has none), so the "
+                   "conv BatchNorm folds that run next can fold it.")
+    order = 10
+
+    def candidates(self, graph: Graph) -> Iterable[Match | NearMiss]:
+        for node in graph:
+            if node.op not in ("Add", "AddV2"):
+                continue
+            variant, result = self._best_variant(graph, node.name)
+            if result is None:
+                continue  # nothing BatchNorm-like ends here
+            nodes = tuple(result.bindings[r] for r in OP_ROLES if r in result.bindings)
+            nodes += tuple(n for n in result.nodes if n not in nodes)  # where a failed match stopped
+            reason = result.reason or self._refusal(graph, result.bindings)
+            if reason:
+                yield NearMiss(self.id, node.name, nodes, reason)
+                continue
+            b = result.bindings
+            x = graph.inputs(b["mul_x"])[0]
+            params = {role: b.get(role, f"({'ones' if role == 'gamma' else 'zeros'})") for role in PARAMS}
+            yield Match(self.id, node.name, nodes, (node.name,),
+                        f"{b['rsqrt'].rsplit('/', 1)[0]} ({variant}) -> FusedBatchNormV3",
+                        bindings=b, details={"variant": variant, "input": str(x),
+                                             "epsilon": float(constant_value(graph, b["epsilon"]).reshape(())),
+                                             "channels": graph.output_shape(x.node, x.port)[-1], **params,
+                                             "mean_values": preview(constant_value(graph, b["mean"]))})
+
+    @staticmethod
+    def _best_variant(graph: Graph, add: str) -> tuple[str, MatchResult | None]:
+        """The variant that matches; else the deepest failure that got as far as the Rsqrt; else None."""
+        best: tuple[str, MatchResult | None] = ("", None)
+        for variant, pattern in VARIANTS.items():
+            result = match(graph, pattern, add)
+            if result.ok:
+                return variant, result
+            if "rsqrt" in result.bindings and (best[1] is None or result.depth > best[1].depth):
+                best = (variant, result)
+        return best
+
+    @staticmethod
+    def _refusal(graph: Graph, b: dict[str, str]) -> str | None:
+        for role in CONSTANTS:
+            if role in b and not is_constant(graph, b[role]):
+                return (f"the BatchNorm {role} {b[role]} ({graph.op(b[role])}) is not a constant: this normalises "
+                        "with computed statistics (e.g. a LayerNorm), not an inference BatchNorm")
+        x = graph.inputs(b["mul_x"])[0]
+        chain, _ = find_chain(graph, x.node, CONV_TYPES)
+        if chain is None:
+            return (f"the BatchNorm input {x} ({graph.op(x.node)}) is not a Conv2D or DepthwiseConv2dNative "
+                    "[+ BiasAdd]: AMCT converts small-op BatchNorms only after a conv")
+        if graph.node(b["mul_x"]).attr["T"].type not in FUSED_BN_DTYPES:
+            return f"{b['mul_x']} computes in {proto.dtype_name(graph.node(b['mul_x']).attr['T'].type)}, " \
+                   "which FusedBatchNormV3 does not support"
+        shape = graph.output_shape(x.node, x.port)
+        if shape is None or len(shape) != 4:
+            rank = "of unknown rank" if shape is None else f"{len(shape)}-D"
+            return f"the BatchNorm input {x} is {rank}; FusedBatchNormV3 needs a 4-D input"
+        if shape[-1] is None:
+            return f"the channel count of {x} (its last dimension) is unknown"
+        if constant_value(graph, b["epsilon"]).size != 1:
+            return f"the epsilon {b['epsilon']} is not a scalar"
+        for role in PARAMS:
+            if role in b and per_channel(constant_value(graph, b[role]), shape[-1]) is None:
+                return (f"the {role} {b[role]} has shape {list(constant_value(graph, b[role]).shape)}, not one value "
+                        f"per channel of the last axis ({shape[-1]})")
+        return None
+
+    def rewrite(self, graph: Graph, editor: GraphEditor, found: Match) -> Rewrite:
+        b = found.bindings
+        x = graph.inputs(b["mul_x"])[0]
+        channels = graph.output_shape(x.node, x.port)[-1]
+        scope = b["rsqrt"].rsplit("/", 1)[0]
+        inputs, created = [str(x)], []
+        for role in PARAMS:
+            value = constant_value(graph, b[role]) if role in b else np.full(channels, DEFAULTS[role], np.float32)
+            if role in b and graph.is_const(b[role]) and value.shape == (channels,) and value.dtype == np.float32:
+                inputs.append(b[role])
+                continue
+            name = editor.unique_name(f"{scope}/{role}")
+            editor.add(make_const(name, per_channel(value, channels)), after=found.anchor)
+            inputs.append(name)
+            created.append(name)
+        fused = make_node("FusedBatchNormV3", editor.unique_name(f"{scope}/FusedBatchNormV3"), inputs, {
+            "T": graph.node(b["mul_x"]).attr["T"], "U": proto.AttrValue(type=proto.DT_FLOAT),
+            "epsilon": float(constant_value(graph, b["epsilon"]).reshape(())), "data_format": "NHWC",
+            "is_training": False, "exponential_avg_factor": 1.0})
+        editor.add(fused, after=found.anchor)
+        editor.remove(*found.nodes)
+        _, kept = replace_node(graph, editor, found.anchor, fused.name)
+        return Rewrite(self.id, found.index, removed=tuple(n for n in found.nodes if n not in kept),
+                       modified=kept, created=(fused.name, *created))
