@@ -1,0 +1,211 @@
+"""`run` (original vs fused in a child process), `import-profile` (msprof results) and
+`export-npu-script` (a script to run both on an Ascend host)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from core.cli import print_json
+from core.cli.pass_args import PassSelection, add_pass_selection_args, selection_from_args
+from core.errors import FuseLensError
+from core.graph import Graph
+from core.loaders import load_model
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run the original and the fused graph; compare outputs and per-kernel timings")
+    p.add_argument("model", help="a model file or directory, or a sample name")
+    add_pass_selection_args(p)
+    p.add_argument("--backend", choices=["cpu", "gpu", "npu"], default="cpu")
+    p.add_argument("--steps", type=int, default=100, help="timed steps (default 100)")
+    p.add_argument("--warmup", type=int, default=10, help="untimed steps first (default 10)")
+    _add_input_args(p)
+    p.add_argument("--inputs", metavar="X.npz", help="input arrays, one per placeholder (default: seeded random)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="S", help="stop the run after S seconds")
+    p.add_argument("--no-trace", action="store_true", help="no FULL_TRACE step stats: wall times only")
+    p.add_argument("--no-remapping", action="store_true",
+                   help="switch off Grappler's remapper (CPU), so e.g. Abs and Relu stay separate kernels")
+    p.add_argument("--trace", metavar="T.json", help="write a Chrome trace (Perfetto) of one step per graph")
+    p.add_argument("--csv", metavar="K.csv", help="write the kernel tables as CSV")
+    p.add_argument("--save", metavar="RUN.json", help="write the run file (the GUI opens it)")
+    p.add_argument("--json", action="store_true", help="print the run result as JSON")
+    p.set_defaults(func=run_run)
+
+    p = sub.add_parser("import-profile", help="read msprof op_summary/op_statistic CSVs or a PROF_* folder")
+    p.add_argument("path", help="op_summary_*.csv, op_statistic_*.csv, a PROF_* folder, or a folder with "
+                                "original/ and fused/ runs (as the exported NPU script writes it)")
+    p.add_argument("--model", help="map kernels to the nodes of this model (and of its fused graph)")
+    add_pass_selection_args(p)
+    p.add_argument("--save", metavar="RUN.json", help="write the run file (the GUI opens it)")
+    p.add_argument("--json", action="store_true", help="print the imported result as JSON")
+    p.set_defaults(func=run_import_profile)
+
+    p = sub.add_parser("export-npu-script", help="write a script that runs original and fused on an Ascend host")
+    p.add_argument("model", help="a model file or directory, or a sample name")
+    add_pass_selection_args(p)
+    p.add_argument("--mode", choices=["tf1", "tf2-compat"], default="tf1",
+                   help="tf1: TF 1.15 + npu_bridge; tf2-compat: TF 2.6.5 + npu_device (tf.compat.v1)")
+    _add_input_args(p)
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("-o", "--output", required=True, metavar="run_on_npu.py",
+                   help="the script; the original and fused .pb files are written next to it")
+    p.set_defaults(func=run_export_npu_script)
+
+
+def _add_input_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...",
+                   help="shape of an input with unknown dimensions (repeatable), e.g. input_1=1,224,224,3")
+
+
+def parse_input_shapes(values: list[str]) -> dict[str, tuple[int, ...]]:
+    shapes = {}
+    for value in values:
+        name, sep, dims = value.partition("=")
+        try:
+            shape = tuple(int(d) for d in dims.split(",") if d.strip())
+        except ValueError:
+            shape = ()
+        if not sep or not name or not shape or any(d < 0 for d in shape):
+            raise FuseLensError(f"--input-shape {value!r}: expected NAME=D1,D2,... with whole numbers")
+        shapes[name.strip()] = shape
+    return shapes
+
+
+def switch_forms_for(selection: PassSelection) -> Any:
+    """The chosen passes in the NPU toolchain's three switch forms."""
+    from core.runtime.switch_file import switch_forms
+    from passes.autofuse.flags import as_autofuse_flags
+    from passes.registry import catalog
+
+    rows = [{"id": c.id, "family": c.family, "general": c.general} for c in catalog()]
+    flags = as_autofuse_flags(selection.options.get("autofuse_flags")).to_string()
+    return switch_forms(rows, selection.pass_ids, flags)
+
+
+def _fuse(graph: Graph, selection: PassSelection) -> Any:
+    from passes.registry import run_pipeline
+
+    return run_pipeline(graph, selection.pass_ids, selection.options)
+
+
+def _progress_printer(enabled: bool) -> Any:
+    if not enabled:
+        return None
+
+    def show(progress: Any) -> None:
+        print(f"\r\033[K{progress}", end="", file=sys.stderr, flush=True)
+
+    return show
+
+
+def run_run(args: argparse.Namespace) -> int:
+    from core.runtime import RunRequest, run
+    from core.runtime.trace import write_chrome_trace, write_kernel_csv
+
+    model = load_model(args.model)
+    selection = selection_from_args(args)
+    pipeline = _fuse(model.graph, selection)
+    request = RunRequest(
+        original=model.graph, fused=pipeline.fused, model=args.model, pass_ids=selection.pass_ids,
+        backend=args.backend, steps=args.steps, warmup=args.warmup, input_shapes=parse_input_shapes(args.input_shape),
+        inputs=args.inputs, seed=args.seed, timeout=args.timeout, trace=not args.no_trace,
+        remapping=not args.no_remapping, switches=switch_forms_for(selection) if args.backend == "npu" else None,
+        original_to_final=pipeline.provenance.original_to_final() if pipeline.provenance else None)
+    show = _progress_printer(sys.stderr.isatty())
+    try:
+        result = run(request, show)
+    finally:
+        if show:
+            print("\r\033[K", end="", file=sys.stderr)
+    if args.trace:
+        write_chrome_trace(result, args.trace)
+    if args.csv:
+        write_kernel_csv(result, args.csv)
+    if args.save:
+        result.save(args.save)
+    if args.json:
+        print_json(result.to_json())
+    else:
+        print(format_result(result))
+    return 0
+
+
+def run_import_profile(args: argparse.Namespace) -> int:
+    from core.runtime.msprof import import_profile
+
+    graphs = {}
+    if args.model:
+        graph = load_model(args.model).graph
+        graphs = {"original": graph, "imported": graph, "fused": _fuse(graph, selection_from_args(args)).fused}
+    result = import_profile(args.path, graphs)
+    if args.save:
+        result.save(args.save)
+    if args.json:
+        print_json(result.to_json())
+    else:
+        print(format_result(result))
+    return 0
+
+
+def run_export_npu_script(args: argparse.Namespace) -> int:
+    from core.execute import resolve_input_shape
+    from core.io import write_bytes_atomic
+    from core.runtime.compare import pair_outputs
+    from core.runtime.npu_script import render_npu_script
+
+    model = load_model(args.model)
+    selection = selection_from_args(args)
+    pipeline = _fuse(model.graph, selection)
+    shapes = parse_input_shapes(args.input_shape)
+    original = model.graph
+    inputs = {name: (original.placeholder_spec(name)[0], resolve_input_shape(original, name, shapes))
+              for name in original.placeholders()}
+    pairs = pair_outputs(original, pipeline.fused,
+                         pipeline.provenance.original_to_final() if pipeline.provenance else None)
+    script = Path(args.output)
+    stem = script.stem
+    protect = model.path if Path(model.path).exists() else None
+    files = {"original": f"{stem}_original.pb", "fused": f"{stem}_fused.pb"}
+    for label, graph in (("original", original), ("fused", pipeline.fused)):
+        write_bytes_atomic(script.with_name(files[label]), graph.graph_def.SerializeToString(deterministic=True),
+                           protect=protect)
+    text = render_npu_script(
+        mode=args.mode, model=args.model, inputs=inputs, forms=switch_forms_for(selection),
+        graphs={"original": (files["original"], [o for o, _ in pairs]),
+                "fused": (files["fused"], [f for _, f in pairs])},
+        steps=args.steps, warmup=args.warmup)
+    write_bytes_atomic(script, text.encode(), protect=protect)
+    print(f"wrote {script} with {files['original']} and {files['fused']}", file=sys.stderr)
+    return 0
+
+
+def format_result(result: Any) -> str:
+    """The run as a short text report: per graph the summary and top kernels, then outputs and speedup."""
+    lines = [f"{result.model or 'model'} on {result.backend}: {result.steps} steps"
+             + (f" after {result.warmup} warm-up" if result.warmup else "")]
+    for label, run in result.graphs.items():
+        s = run.summary()
+        median = f"{s['step_median_us']:.1f} us/step" if s["step_median_us"] is not None else "no step times"
+        kernel_time = f", kernels {s['kernel_us_per_step']:.1f} us/step" if s["kernel_us_per_step"] else ""
+        lines.append(f"  {label:9s} {median}, {s['kernel_count']} kernels{kernel_time}")
+        for k in run.kernels[:8]:
+            node = f" -> {k.node}" if k.node and k.node != k.kernel else ""
+            tag = f" [{k.pass_id}]" if k.pass_id else ""
+            lines.append(f"      {k.mean_us:10.1f} us x{k.count:<5d} {k.op_type:24s} {k.kernel}{node}{tag}")
+        if len(run.kernels) > 8:
+            lines.append(f"      ... {len(run.kernels) - 8} more kernels (--json or --csv for all)")
+    for c in result.comparison:
+        verdict = "allclose" if c.allclose else "NOT allclose"
+        errors = (f"max abs {c.max_abs:.3g}, max rel {c.max_rel:.3g}, mean abs {c.mean_abs:.3g}"
+                  if c.max_abs is not None else "no finite values")
+        lines.append(f"  output {c.original} vs {c.fused}: {c.dtype}{c.shape} {errors}: {verdict} "
+                     f"(rtol {c.rtol:g}, atol {c.atol:g})" + (f"; {c.note}" if c.note else ""))
+    if result.speedup() is not None:
+        lines.append(f"  speedup fused vs original: {result.speedup():.2f}x per step"
+                     + (f", {result.kernel_speedup():.2f}x kernel time" if result.kernel_speedup() else ""))
+    return "\n".join(lines)
