@@ -19,6 +19,8 @@ from core.errors import FuseLensError
 COMMANDS = [
     "core.cli.inspect_cmd",
     "core.cli.fuse_cmd",
+    "core.cli.run_cmd",
+    "core.cli.gui_cmd",
 ]
 
 

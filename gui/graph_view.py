@@ -1,0 +1,427 @@
+"""One graph pane: draws a core.layout.Layout with Qt, coloured by op class and by the fusion diff.
+
+Nodes and edges are light custom items that paint themselves with a level of detail (labels
+only when they are readable), so thousands of nodes stay smooth. The view knows nothing about
+passes: the window hands it a layout, a diff status per node and the names to light up.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import (
+    QAction,
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QImage,
+    QKeySequence,
+    QPainter,
+    QPainterPath,
+    QPen,
+    QPolygonF,
+)
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene, QGraphicsView, QMenu, QStyleOptionGraphicsItem, QWidget
+
+from core.layout import SCOPE_PREFIX, Layout, LayoutEdge, LayoutNode
+from core.opclass import BORDER, PALETTE
+
+# Diff colours (fill, border): removed red, new fused green, modified weights amber.
+DIFF_COLOURS = {
+    "removed": ("#f6aea9", "#c5221f"),
+    "new": ("#a8dab5", "#188038"),
+    "modified": ("#fdd663", "#e37400"),
+}
+SELECTED = QColor("#1a73e8")
+SEARCH_HIT = QColor("#ff6d00")
+LABEL_LOD = 0.45  # below this zoom a label is unreadable: draw boxes only
+EDGE_LABEL_LOD = 0.8
+READABLE_ZOOM = 0.85  # the first view of a big graph: labels and shapes legible
+
+
+class _Fonts:
+    """Fonts built once, after the QApplication exists."""
+
+    op: QFont | None = None
+    name: QFont
+    small: QFont
+
+    @classmethod
+    def ensure(cls) -> None:
+        if cls.op is None:
+            cls.op = QFont()
+            cls.op.setPointSizeF(8.5)
+            cls.op.setBold(True)
+            cls.name = QFont()
+            cls.name.setPointSizeF(7.5)
+            cls.small = QFont()
+            cls.small.setPointSizeF(6.5)
+
+
+class NodeItem(QGraphicsItem):
+    def __init__(self, node: LayoutNode):
+        super().__init__()
+        self.node = node
+        self.rect = QRectF(-node.width / 2, -node.height / 2, node.width, node.height)
+        self.setPos(node.x, node.y)
+        self.setAcceptedMouseButtons(Qt.MouseButton.NoButton)  # clicks and drags go to the view
+        self.setToolTip(f"{node.op}\n{node.key[len(SCOPE_PREFIX):] if node.is_scope else node.key}")
+        self.setZValue(1)
+        self.status = "unchanged"
+        self.selected = False
+        self.hit = False
+        self.heat: QColor | None = None
+
+    def boundingRect(self) -> QRectF:
+        return self.rect.adjusted(-4, -4, 4, 4)
+
+    def colours(self) -> tuple[QColor, QColor]:
+        if self.heat is not None:
+            return self.heat, QColor(BORDER[self.node.category])
+        if self.status in DIFF_COLOURS:
+            fill, border = DIFF_COLOURS[self.status]
+            return QColor(fill), QColor(border)
+        return QColor(PALETTE[self.node.category]), QColor(BORDER[self.node.category])
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
+        lod = option.levelOfDetailFromTransform(painter.worldTransform())
+        fill, border = self.colours()
+        width = 1.2
+        if self.selected:
+            border, width = SELECTED, 3.5
+        elif self.hit:
+            border, width = SEARCH_HIT, 3.0
+        pen = QPen(border, width)
+        if self.node.is_scope:
+            pen.setStyle(Qt.PenStyle.DashLine)
+        painter.setPen(pen)
+        painter.setBrush(fill)
+        if lod < LABEL_LOD:
+            if self.selected or self.hit:  # keep a selection visible from far away
+                pen.setCosmetic(True)
+                pen.setWidthF(3)
+                painter.setPen(pen)
+            painter.drawRect(self.rect)
+            return
+        painter.drawRoundedRect(self.rect, 5, 5)
+        if self.status != "unchanged" or self.heat is not None:  # keep the op class visible as a stripe
+            painter.fillRect(QRectF(self.rect.left() + 2, self.rect.top() + 4, 4, self.rect.height() - 8),
+                             QColor(BORDER[self.node.category]))
+        _Fonts.ensure()
+        text_rect = self.rect.adjusted(8, 3, -6, -3)
+        lines = [(_Fonts.op, "#1f1f1f", self.node.op), (_Fonts.name, "#303030", self.node.title)]
+        if self.node.weight_text:
+            lines.append((_Fonts.small, "#5f6368", self.node.weight_text))
+        y = text_rect.top()
+        line_height = text_rect.height() / len(lines)
+        for font, colour, text in lines:
+            painter.setFont(font)
+            painter.setPen(QColor(colour))
+            elided = QFontMetricsF(font).elidedText(text, Qt.TextElideMode.ElideLeft, text_rect.width())
+            painter.drawText(QRectF(text_rect.left(), y, text_rect.width(), line_height),
+                             Qt.AlignmentFlag.AlignCenter, elided)
+            y += line_height
+
+
+class EdgeItem(QGraphicsItem):
+    def __init__(self, edge: LayoutEdge):
+        super().__init__()
+        self.edge = edge
+        self.path = edge_path(edge)
+        self.head = arrow_head(edge)
+        self.bounds = self.path.boundingRect().united(self.head.boundingRect()).adjusted(-4, -4, 60, 4)
+        self.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
+        self.label_at = self.path.pointAtPercent(0.5) if edge.label else None
+
+    def boundingRect(self) -> QRectF:
+        return self.bounds
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
+        lod = option.levelOfDetailFromTransform(painter.worldTransform())
+        colour = QColor("#9aa0a6" if self.edge.control else "#5f6368")
+        pen = QPen(colour, 1.1)
+        pen.setCosmetic(lod < LABEL_LOD)
+        if self.edge.control:
+            pen.setStyle(Qt.PenStyle.DashLine)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        painter.drawPath(self.path)
+        if lod < LABEL_LOD:
+            return
+        painter.setBrush(colour)
+        painter.drawPolygon(self.head)
+        if self.label_at is not None and lod >= EDGE_LABEL_LOD:
+            _Fonts.ensure()
+            painter.setFont(_Fonts.small)
+            painter.setPen(QColor("#3c4043"))
+            painter.drawText(self.label_at + QPointF(4, 3), self.edge.label)
+
+
+def edge_path(edge: LayoutEdge) -> QPainterPath:
+    points = [QPointF(x, y) for x, y in edge.points]
+    path = QPainterPath()
+    if not points:
+        return path
+    path.moveTo(points[0])
+    if edge.spline and len(points) >= 4 and (len(points) - 1) % 3 == 0:
+        for i in range(1, len(points), 3):
+            path.cubicTo(points[i], points[i + 1], points[i + 2])
+    else:
+        for point in points[1:]:
+            path.lineTo(point)
+    return path
+
+
+def arrow_head(edge: LayoutEdge, size: float = 7.0) -> QPolygonF:
+    if len(edge.points) < 2:
+        return QPolygonF()
+    (x0, y0), (x1, y1) = edge.points[-2], edge.points[-1]
+    if not edge.spline:  # a straight fallback edge ends at the node centre: stop at its top
+        y1 -= 22
+    angle = math.atan2(y1 - y0, x1 - x0)
+    tip = QPointF(x1 + math.cos(angle) * size, y1 + math.sin(angle) * size)
+    left = QPointF(x1 + math.cos(angle + math.pi / 2) * size / 2, y1 + math.sin(angle + math.pi / 2) * size / 2)
+    right = QPointF(x1 + math.cos(angle - math.pi / 2) * size / 2, y1 + math.sin(angle - math.pi / 2) * size / 2)
+    return QPolygonF([tip, left, right])
+
+
+class GraphView(QGraphicsView):
+    """A pane. Emits layout keys; the window maps them to graph names through `layout.owner`."""
+
+    node_clicked = Signal(str)  # layout key
+    node_activated = Signal(str)  # double click: expand a scope box or open a fused node's body
+    collapse_requested = Signal(object)  # the wanted collapsed-scope set (frozenset[str])
+    background_clicked = Signal()
+    painted = Signal()  # the first paint after a new layout: every node of it is on screen
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setScene(QGraphicsScene(self))
+        self.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
+        self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
+        self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
+        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.SmartViewportUpdate)
+        self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontSavePainterState, True)
+        self.setBackgroundBrush(QColor("#fbfbfa"))
+        self.layout_: Layout | None = None
+        self.items_by_key: dict[str, NodeItem] = {}
+        self.selected_keys: set[str] = set()
+        self.hit_keys: list[str] = []
+        self._paint_pending = False
+        self._press: QPointF | None = None
+        for keys, handler in ((QKeySequence.StandardKey.ZoomIn, lambda: self.zoom(1.25)),
+                              (QKeySequence.StandardKey.ZoomOut, lambda: self.zoom(0.8)),
+                              (QKeySequence("Ctrl+="), lambda: self.zoom(1.25)),
+                              (QKeySequence("F"), self.fit)):
+            action = QAction(self)
+            action.setShortcut(keys)
+            action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            action.triggered.connect(handler)
+            self.addAction(action)
+
+    # ---- content --------------------------------------------------------------------------------
+    def show_layout(self, layout: Layout, status: Callable[[str], str] | None = None, *,
+                    keep_view: bool = False) -> None:
+        """Replace the drawing; `status(key)` gives each box's diff status (removed/new/modified)."""
+        scene = self.scene()
+        centre = self.mapToScene(self.viewport().rect().center())
+        scene.clear()
+        self.layout_ = layout
+        self.items_by_key = {}
+        for edge in layout.edges:
+            scene.addItem(EdgeItem(edge))
+        for key, node in layout.nodes.items():
+            item = NodeItem(node)
+            if status is not None:
+                item.status = status(key)
+            scene.addItem(item)
+            self.items_by_key[key] = item
+        scene.setSceneRect(QRectF(-40, -40, layout.width + 80, layout.height + 80))
+        self.selected_keys = {k for k in self.selected_keys if k in self.items_by_key}
+        for key in self.selected_keys:
+            self.items_by_key[key].selected = True
+        self.hit_keys = []
+        self._paint_pending = True
+        if keep_view:
+            self.centerOn(centre)
+        else:
+            self.overview()
+
+    def keys_for(self, names: Iterable[str]) -> list[str]:
+        """Layout keys drawing these graph nodes (a folded constant maps to its consumer)."""
+        if self.layout_ is None:
+            return []
+        return list(dict.fromkeys(k for n in names if (k := self.layout_.owner.get(n)) in self.items_by_key))
+
+    def set_selected(self, names: Iterable[str], *, centre: bool = True) -> list[str]:
+        keys = self.keys_for(names)
+        for key in self.selected_keys - set(keys):
+            self.items_by_key[key].selected = False
+            self.items_by_key[key].update()
+        for key in keys:
+            self.items_by_key[key].selected = True
+            self.items_by_key[key].update()
+        self.selected_keys = set(keys)
+        if centre and keys:
+            self.centre_on_keys(keys)
+        return keys
+
+    def centre_on_keys(self, keys: Iterable[str]) -> None:
+        rect = QRectF()
+        for key in keys:
+            item = self.items_by_key[key]
+            rect = rect.united(item.sceneBoundingRect())
+        if rect.isNull():
+            return
+        visible = self.mapToScene(self.viewport().rect()).boundingRect()
+        if rect.width() > visible.width() or rect.height() > visible.height():
+            self.fitInView(rect.adjusted(-60, -60, 60, 60), Qt.AspectRatioMode.KeepAspectRatio)
+        else:
+            self.centerOn(rect.center())
+
+    def set_heat(self, values: dict[str, float] | None, colour: Callable[[float], QColor] | None = None) -> None:
+        """Colour boxes by an outside value per graph node (e.g. kernel time); None switches it off."""
+        for item in self.items_by_key.values():
+            item.heat = None
+        if values:
+            top = max(values.values()) or 1.0
+            pick = colour or _heat_colour
+            for name, value in values.items():
+                key = self.layout_.owner.get(name) if self.layout_ else None
+                if key in self.items_by_key:
+                    self.items_by_key[key].heat = pick(value / top)
+        self.viewport().update()
+
+    def find(self, text: str) -> list[str]:
+        """Keys whose graph name or op type contains `text` (case-insensitive); hits are outlined."""
+        for key in self.hit_keys:
+            self.items_by_key[key].hit = False
+        needle = text.strip().lower()
+        self.hit_keys = []
+        if needle and self.layout_ is not None:
+            for key, item in self.items_by_key.items():
+                node = item.node
+                if needle in node.op.lower() or any(needle in m.lower() for m in node.members):
+                    self.hit_keys.append(key)
+                    item.hit = True
+        self.viewport().update()
+        return self.hit_keys
+
+    # ---- viewport -------------------------------------------------------------------------------
+    def fit(self) -> None:
+        if self.scene().items():
+            self.fitInView(self.scene().sceneRect(), Qt.AspectRatioMode.KeepAspectRatio)
+
+    def overview(self) -> None:
+        """Fit the graph when labels stay readable; otherwise a readable zoom on the top (the inputs)."""
+        self.fit()
+        if self.zoom_level() >= READABLE_ZOOM or self.layout_ is None:
+            return
+        self.resetTransform()
+        self.scale(READABLE_ZOOM, READABLE_ZOOM)
+        visible = self.mapToScene(self.viewport().rect()).boundingRect()
+        self.centerOn(self.layout_.width / 2, visible.height() / 2 - 40)
+
+    def zoom(self, factor: float) -> None:
+        scale = self.transform().m11() * factor
+        if 0.01 < scale < 8:
+            self.scale(factor, factor)
+
+    def zoom_level(self) -> float:
+        return self.transform().m11()
+
+    def wheelEvent(self, event) -> None:
+        self.zoom(1.0015 ** event.angleDelta().y())
+
+    def paintEvent(self, event) -> None:
+        super().paintEvent(event)
+        if self._paint_pending and self.layout_ is not None:
+            self._paint_pending = False
+            self.painted.emit()
+
+    # ---- mouse ----------------------------------------------------------------------------------
+    def node_at(self, pos) -> NodeItem | None:
+        for item in self.items(pos):
+            if isinstance(item, NodeItem):
+                return item
+        return None
+
+    def mousePressEvent(self, event) -> None:
+        self._press = event.position()
+        super().mousePressEvent(event)
+
+    def mouseReleaseEvent(self, event) -> None:
+        super().mouseReleaseEvent(event)
+        if self._press is not None and (event.position() - self._press).manhattanLength() < 5 \
+                and event.button() == Qt.MouseButton.LeftButton:
+            item = self.node_at(event.position().toPoint())
+            if item is None:
+                self.background_clicked.emit()
+            else:
+                self.node_clicked.emit(item.node.key)
+        self._press = None
+
+    def mouseDoubleClickEvent(self, event) -> None:
+        item = self.node_at(event.position().toPoint())
+        if item is not None:
+            self.node_activated.emit(item.node.key)
+
+    def contextMenuEvent(self, event) -> None:
+        item = self.node_at(event.pos())
+        if self.layout_ is None:
+            return
+        menu = QMenu(self)
+        collapsed = self.layout_.collapsed
+        if item is not None and item.node.is_scope:
+            scope = item.node.key[len(SCOPE_PREFIX):]
+            menu.addAction(f"Expand scope {scope}", lambda: self.collapse_requested.emit(collapsed - {scope}))
+        elif item is not None:
+            for scope in self.scopes_of(item.node.key):
+                menu.addAction(f"Collapse scope {scope}",
+                               lambda s=scope: self.collapse_requested.emit(collapsed | {s}))
+        if collapsed:
+            menu.addAction("Expand all scopes", lambda: self.collapse_requested.emit(frozenset()))
+        menu.addSeparator()
+        menu.addAction("Fit (F)", self.fit)
+        menu.exec(event.globalPos())
+
+    def scopes_of(self, name: str) -> list[str]:
+        """Collapsible scopes containing graph node `name`, innermost first."""
+        if self.layout_ is None:
+            return []
+        return [s for s in reversed(self.layout_.scopes) if name.startswith(s + "/")]
+
+    # ---- export ---------------------------------------------------------------------------------
+    def export_svg(self, path: str) -> None:
+        from PySide6.QtSvg import QSvgGenerator
+
+        rect = self.scene().sceneRect()
+        generator = QSvgGenerator()
+        generator.setFileName(path)
+        generator.setSize(QSize(int(rect.width()), int(rect.height())))
+        generator.setViewBox(QRectF(0, 0, rect.width(), rect.height()))
+        generator.setTitle("FuseLens graph")
+        painter = QPainter(generator)
+        self.scene().render(painter, QRectF(0, 0, rect.width(), rect.height()), rect)
+        painter.end()
+
+    def export_png(self, path: str, max_side: int = 8000) -> bool:
+        rect = self.scene().sceneRect()
+        scale = min(1.0, max_side / max(rect.width(), rect.height(), 1.0))
+        image = QImage(max(1, int(rect.width() * scale)), max(1, int(rect.height() * scale)),
+                       QImage.Format.Format_ARGB32)
+        image.fill(QColor("white"))
+        painter = QPainter(image)
+        painter.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
+        self.scene().render(painter, QRectF(image.rect()), rect)
+        painter.end()
+        return image.save(path)
+
+
+def _heat_colour(fraction: float) -> QColor:
+    """Pale yellow (cold) to deep red (hot)."""
+    fraction = min(1.0, max(0.0, fraction))
+    return QColor.fromHsvF(0.15 * (1 - fraction), 0.25 + 0.7 * fraction, 1.0 - 0.25 * fraction)

@@ -1,0 +1,70 @@
+"""Every match and near miss of the last fusion, grouped by pass, with next/previous stepping.
+
+The list does not care which pass made a record: it reads PassResult.matches / near_misses.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QWidget
+
+from passes.base import Match, NearMiss, PassResult
+
+ITEM_ROLE = Qt.ItemDataRole.UserRole
+
+
+class MatchList(QTreeWidget):
+    item_chosen = Signal(object)  # Match | NearMiss
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setHeaderHidden(True)
+        self.setUniformRowHeights(True)
+        self.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.records: list[QTreeWidgetItem] = []  # in stepping order
+        self.currentItemChanged.connect(self._on_current)
+
+    def set_results(self, results: list[PassResult]) -> None:
+        self.blockSignals(True)
+        self.clear()
+        self.records = []
+        for result in results:
+            if not result.matches and not result.near_misses:
+                continue
+            group = QTreeWidgetItem(self, [f"{result.pass_id}  ({len(result.matches)} ✔, {len(result.near_misses)} ✘)"])
+            group.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            for record in [*result.matches, *result.near_misses]:
+                item = QTreeWidgetItem(group, [self.label(record)])
+                item.setData(0, ITEM_ROLE, record)
+                item.setToolTip(0, self.label(record))
+                if isinstance(record, NearMiss):
+                    item.setForeground(0, QBrush(QColor("#b3261e")))
+                self.records.append(item)
+            group.setExpanded(True)
+        self.blockSignals(False)
+
+    @staticmethod
+    def label(record: Match | NearMiss) -> str:
+        if isinstance(record, Match):
+            return f"✔ #{record.index} {record.summary}"
+        return f"✘ {record.anchor}: {record.reason}"
+
+    def current_record(self) -> Match | NearMiss | None:
+        item = self.currentItem()
+        return item.data(0, ITEM_ROLE) if item is not None else None
+
+    def step(self, delta: int) -> Match | NearMiss | None:
+        """Move to the next (+1) or previous (-1) record, wrapping around; returns it."""
+        if not self.records:
+            return None
+        current = self.currentItem()
+        index = self.records.index(current) if current in self.records else (-1 if delta > 0 else 0)
+        item = self.records[(index + delta) % len(self.records)]
+        self.setCurrentItem(item)
+        self.scrollToItem(item)
+        return item.data(0, ITEM_ROLE)
+
+    def _on_current(self, current: QTreeWidgetItem | None, _previous: QTreeWidgetItem | None) -> None:
+        if current is not None and current.data(0, ITEM_ROLE) is not None:
+            self.item_chosen.emit(current.data(0, ITEM_ROLE))

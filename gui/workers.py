@@ -1,0 +1,123 @@
+"""Off-GUI-thread work (load, layout, fuse) with progress, cancel, and results back on the GUI thread.
+
+A task is a plain function `fn(progress, cancelled) -> result`; it reports with `progress(text)`
+and checks `cancelled()` between steps. Signals are emitted from the pool thread and delivered
+queued to the GUI thread, so slots never run concurrently with the widgets.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+
+from core.errors import FuseLensError
+from core.layout import LayoutCancelled
+from passes.registry import Cancelled
+
+log = logging.getLogger(__name__)
+
+Task = Callable[[Callable[[str], None], Callable[[], bool]], Any]
+
+
+class WorkerSignals(QObject):
+    started = Signal()
+    progress = Signal(str)
+    finished = Signal(object)  # the task's result
+    errored = Signal(str)  # one line for the user
+    cancelled = Signal()
+
+
+class Worker(QRunnable):
+    """Runs one task on a pool thread. `cancel()` sets a flag the task polls between steps."""
+
+    def __init__(self, name: str, task: Task):
+        super().__init__()
+        self.name = name
+        self.task = task
+        self.signals = WorkerSignals()
+        self._cancel = False
+        self.setAutoDelete(False)  # the pool must not delete it while Python still holds it
+
+    def cancel(self) -> None:
+        self._cancel = True
+
+    @property
+    def is_cancelled(self) -> bool:
+        return self._cancel
+
+    def run(self) -> None:
+        signals = self.signals
+        signals.started.emit()
+        try:
+            result = self.task(signals.progress.emit, lambda: self._cancel)
+        except FuseLensError as e:
+            signals.errored.emit(str(e))
+            return
+        except (Cancelled, LayoutCancelled):
+            signals.cancelled.emit()
+            return
+        except Exception as e:  # any failure in a worker must reach the user, not kill the thread
+            if self._cancel:
+                signals.cancelled.emit()
+                return
+            log.error("%s failed:\n%s", self.name, traceback.format_exc())
+            signals.errored.emit(f"{self.name} failed: {type(e).__name__}: {e}")
+            return
+        if self._cancel:
+            signals.cancelled.emit()
+        else:
+            signals.finished.emit(result)
+
+
+class WorkerPool(QObject):
+    """The window's workers: one live worker per slot ("load", "layout-before", ...); a new one cancels the old."""
+
+    busy_changed = Signal(bool)
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self.pool = QThreadPool(self)
+        self.pool.setMaxThreadCount(3)
+        self._live: dict[str, Worker] = {}
+
+    def start(self, slot: str, name: str, task: Task, *, on_finished: Callable[[Any], None],
+              on_error: Callable[[str], None], on_progress: Callable[[str], None] | None = None) -> Worker:
+        if slot in self._live:
+            self._live[slot].cancel()
+        worker = Worker(name, task)
+        self._live[slot] = worker
+
+        def done(handler: Callable[..., None] | None, *args: Any) -> None:
+            if self._live.get(slot) is worker:
+                del self._live[slot]
+                self.busy_changed.emit(bool(self._live))
+            if handler is not None and not worker.is_cancelled:  # a superseded worker's result is stale
+                handler(*args)
+
+        worker.signals.finished.connect(lambda result: done(on_finished, result))
+        worker.signals.errored.connect(lambda text: done(on_error, text))
+        worker.signals.cancelled.connect(lambda: done(None))
+        if on_progress is not None:
+            worker.signals.progress.connect(on_progress)
+        self.busy_changed.emit(True)
+        self.pool.start(worker)
+        return worker
+
+    def is_live(self, worker: Worker) -> bool:
+        return worker in self._live.values()
+
+    def busy(self) -> bool:
+        return bool(self._live)
+
+    def cancel_all(self) -> None:
+        for worker in self._live.values():
+            worker.cancel()
+
+    def shutdown(self, timeout_ms: int = 30000) -> bool:
+        """Cancel everything and wait for the threads; True when none is left running."""
+        self.cancel_all()
+        return self.pool.waitForDone(timeout_ms)
