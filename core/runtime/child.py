@@ -35,16 +35,19 @@ class JobError(Exception):
 
 
 class Reporter:
+    """Sends progress: every phase change and last step, otherwise at most every PROGRESS_INTERVAL_S."""
+
     def __init__(self, conn: Connection):
         self.conn = conn
         self._last = 0.0
+        self._phase = ("", "")
 
-    def progress(self, graph: str, phase: str, step: int = 0, total: int = 0, *, force: bool = False) -> None:
-        _fault(phase)
+    def progress(self, graph: str, phase: str, step: int = 0, total: int = 0) -> None:
         now = time.monotonic()
-        if force or step == total or now - self._last >= PROGRESS_INTERVAL_S:
-            self._last = now
+        if (graph, phase) != self._phase or step == total or now - self._last >= PROGRESS_INTERVAL_S:
+            self._last, self._phase = now, (graph, phase)
             self.conn.send(("progress", {"graph": graph, "phase": phase, "step": step, "total": total}))
+        _fault(phase)
 
 
 def _fault(phase: str) -> None:
@@ -86,7 +89,7 @@ def step_events(step: int, step_stats: Any) -> list[KernelEvent]:
 
 
 def run_job(job: dict[str, Any], report: Reporter) -> dict[str, Any]:
-    report.progress("", "starting", force=True)
+    report.progress("", "starting")
     import tensorflow as tf
 
     from core.runtime import backends
@@ -107,7 +110,7 @@ def run_job(job: dict[str, Any], report: Reporter) -> dict[str, Any]:
         if npu_dir is not None:
             from core.runtime import msprof, npu_session
 
-            report.progress(label, "export", force=True)
+            report.progress(label, "export")
             npu_session.msprof_export(str(npu_dir / label))
             run = msprof.import_graph_run(npu_dir / label, label, graph)
             run.step_times_us = [round(t, 3) for t in times]
@@ -132,7 +135,7 @@ def _npu_configs(tf: Any, job: dict[str, Any], root: Path) -> Any:
 
 def _run_graph(tf: Any, label: str, graph: Graph, fetches: list[str], job: dict[str, Any], config: Any,
                report: Reporter) -> tuple[list[KernelEvent], list[float], dict[str, Any]]:
-    report.progress(label, "import", force=True)
+    report.progress(label, "import")
     tf_graph = tf.Graph()
     try:
         with tf_graph.as_default():

@@ -61,15 +61,21 @@ class NodeMapper:
         return self._cache[kernel]
 
     def _find(self, kernel: str) -> str | None:
-        for candidate in _candidates(kernel):
+        candidates = _candidates(kernel)
+        for candidate in candidates:  # exact names first, then shorter and shorter name prefixes
+            if found := self._lookup(candidate):
+                return found
+        for candidate in candidates:
             parts = candidate.split("/")
-            for end in range(len(parts), 0, -1):
-                name = "/".join(parts[:end])
-                if name in self._names:
-                    return name
-                if name in self._member_of:
-                    return self._member_of[name]
+            for end in range(len(parts) - 1, 0, -1):
+                if found := self._lookup("/".join(parts[:end])):
+                    return found
         return None
+
+    def _lookup(self, name: str) -> str | None:
+        if name in self._names:
+            return name
+        return self._member_of.get(name)
 
     def pass_id(self, node: str | None) -> str | None:
         if node is None or node not in self._names:
@@ -84,15 +90,20 @@ class NodeMapper:
 
 
 def _candidates(kernel: str) -> list[str]:
-    """The kernel name, without a Grappler optimizer prefix, without its rewrite tag, without `:port`."""
+    """The kernel name, then the names Grappler's rewrite may stand for: for
+    `scope/ArithmeticOptimizer/AddOpsRewrite_Leaf_1_Add` that is `scope/Leaf_1_Add`, `scope/1_Add`,
+    `scope/Add` (the rewrite tag dropped word by word), then `scope` itself."""
     name = kernel.split(":")[0]
+    parts = name.split("/")
     found = [name]
-    head, _, rest = name.partition("/")
-    if head in GRAPPLER_PREFIXES and rest:
-        found.append(rest)
-        tag, _, original = rest.partition("_")
-        if original and tag[:1].isupper():
-            found.append(original)
+    for i, part in enumerate(parts):
+        if part in GRAPPLER_PREFIXES:
+            scope, rest = parts[:i], "/".join(parts[i + 1:])
+            tails = [rest] + [rest[j + 1:] for j, char in enumerate(rest) if char == "_"]
+            found += ["/".join([*scope, tail]) for tail in tails if tail]
+            if scope:
+                found.append("/".join(scope))
+            break
     return found
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -36,6 +37,8 @@ from core.runtime.switch_file import SwitchForms
 ROOT = Path(__file__).resolve().parent.parent.parent
 STDERR_TAIL_LINES = 3
 KILL_WAIT_S = 5.0
+# TensorFlow's informational start-up lines, left out of the "last output" of a dead child.
+_TF_CHATTER = re.compile(r"^(?:[IW]\d{4} |WARNING: All log messages|To enable the following instructions)")
 
 
 @dataclass(frozen=True)
@@ -266,7 +269,8 @@ class RunHandle:
         else:
             how = f"exited with code {code} without a result"
         stderr.seek(0)
-        lines = [ln for ln in stderr.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+        lines = [ln for ln in stderr.read().decode("utf-8", "replace").splitlines()
+                 if ln.strip() and not _TF_CHATTER.match(ln)]
         tail = " | ".join(lines[-STDERR_TAIL_LINES:])
         return f"the run's child process {how}{self._where()}" + (f"; its last output: {tail[:400]}" if tail else "")
 
