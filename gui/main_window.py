@@ -266,6 +266,10 @@ class MainWindow(QMainWindow):
         """Colour one pane's nodes by an outside value per graph node (None: back to op classes)."""
         self.panes[side].view.set_heat(values)
 
+    def is_idle(self) -> bool:
+        """No work running or about to start (tests and benchmarks wait for this)."""
+        return not self.workers.busy() and not self._fuse_timer.isActive()
+
     def graph(self, side: str) -> Graph | None:
         if side == "before":
             return self.model.graph if self.model else None

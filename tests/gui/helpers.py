@@ -1,0 +1,71 @@
+"""GUI test helpers: a toy pass, window set-up and waits for worker results."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSettings
+
+from core.graph import TensorRef
+from core.provenance import Rewrite
+from passes.base import FusionPass, Match, NearMiss
+
+WAIT_MS = 60000
+
+
+class ToyDropActivation(FusionPass):
+    """GUI-test pass: drops every Relu/Relu6 (its producer counts as modified); Sigmoid/Tanh are near misses.
+
+    Not a numerically valid fusion: it only gives the views matches, near misses and a diff they do
+    not know in advance, which is the point (the views must not care which pass made a match).
+    """
+
+    id = "ToyDropActivation"
+    family = "amct"
+    title = "toy: drop activations"
+    description = "GUI test pass: removes Relu/Relu6 nodes."
+    order = 999
+
+    def candidates(self, graph):
+        for node in graph:
+            if node.op in ("Relu", "Relu6"):
+                producer = graph.inputs(node.name)[0].node
+                yield Match(self.id, node.name, (node.name, producer), (node.name,), f"drop {node.name}")
+            elif node.op in ("Sigmoid", "Tanh"):
+                yield NearMiss(self.id, node.name, (node.name,), f"{node.op} is not an activation this toy drops")
+
+    def rewrite(self, graph, editor, match):
+        relu, producer = match.nodes
+        editor.remove(relu)
+        editor.redirect(TensorRef(relu), TensorRef(producer))
+        return Rewrite(self.id, match.index, removed=(relu,), modified=(producer,))
+
+
+def make_window(qtbot, tmp_path, layout_cache):
+    from gui.main_window import MainWindow  # after the QApplication exists
+
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(settings=settings, layout_cache=layout_cache)
+    qtbot.addWidget(window)
+    window.resize(1400, 860)
+    window.show()
+    return window
+
+
+def close_window(window) -> None:
+    window.close()
+    assert window.workers.pool.activeThreadCount() == 0, "a worker thread is still running"
+
+
+def open_and_wait(qtbot, window, spec: str, timeout: int = WAIT_MS) -> None:
+    """Open a model and wait until it is loaded, fused and drawn in both panes."""
+    window.open_model(spec)
+    wait_idle(qtbot, window, timeout)
+
+
+def wait_idle(qtbot, window, timeout: int = WAIT_MS) -> None:
+    def ready() -> bool:
+        return (window.is_idle() and window.pipeline is not None and window.model is not None
+                and window.layouts["before"] is not None and window.layouts["after"] is not None
+                and window.before.layout_ is window.layouts["before"]
+                and window.after.layout_ is window.layouts["after"])
+
+    qtbot.waitUntil(ready, timeout=timeout)

@@ -1,0 +1,207 @@
+"""The main window end to end (offscreen): open, fuse, step, select, search, collapse, export."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+from PySide6.QtCore import QPoint, Qt
+
+from core.layout import SCOPE_PREFIX
+from core.loaders import load_model
+from tests.gui.helpers import ToyDropActivation, open_and_wait, wait_idle
+
+SAMPLE = "keras_bn_small_ops"  # 4 Relu after small-op BNs: 4 toy matches; scopes bn_default/batchnorm, ...
+
+
+def ops_drawn(view) -> dict[str, str]:
+    return {key: item.node.op for key, item in view.items_by_key.items()}
+
+
+def click_node(qtbot, view, key: str, *, double: bool = False) -> None:
+    """A real mouse click on a node: centre it, then click its centre in viewport coordinates."""
+    item = view.items_by_key[key]
+    view.centerOn(item)
+    pos: QPoint = view.mapFromScene(item.sceneBoundingRect().center())
+    click = qtbot.mouseDClick if double else qtbot.mouseClick
+    click(view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+
+
+def test_open_a_sample_draws_both_panes_with_constants_folded(qtbot, toy_window):
+    open_and_wait(qtbot, toy_window, SAMPLE)
+    graph = toy_window.model.graph
+    before = toy_window.layouts["before"]
+    assert toy_window.windowTitle() == f"FuseLens — {SAMPLE}"
+    assert set(toy_window.before.items_by_key) == set(before.nodes)
+    assert "Const" not in ops_drawn(toy_window.before).values()
+    # every constant is drawn inside the op that reads it
+    conv = before.nodes["bn_default_conv"]
+    assert conv.weights and all(graph.is_const(w) for w in conv.weights) and conv.weight_text
+    assert toy_window.recent_files()[0] == SAMPLE
+    assert "Relu" not in ops_drawn(toy_window.after).values()  # the toy pass dropped them
+    assert "nodes" in toy_window.panes["before"].header.text()
+
+
+def test_a_bad_file_shows_an_error_and_the_window_stays_usable(qtbot, toy_window, dialogs, tmp_path):
+    bad = tmp_path / "broken.pb"
+    bad.write_bytes(b"\x08\x96\x01 this is not a graph \xff\xfe")
+    toy_window.open_model(str(bad))
+    qtbot.waitUntil(lambda: bool(dialogs), timeout=10000)
+    kind, _title, text = dialogs[0]
+    assert kind == "critical" and "broken.pb" in text
+    assert toy_window.model is None and toy_window.isVisible()
+    open_and_wait(qtbot, toy_window, "conv_bn")  # still works afterwards
+    assert toy_window.model.name == "conv_bn"
+
+
+def test_toggling_a_pass_changes_the_after_pane(qtbot, toy_window):
+    open_and_wait(qtbot, toy_window, SAMPLE)
+    relus = [n.name for n in toy_window.model.graph if n.op == "Relu"]
+    assert not set(relus) & set(toy_window.after.items_by_key)
+    item = toy_window.pass_panel.pass_items[ToyDropActivation.id]
+    assert item.text(1) == f"{len(relus)} ✔ 0 ✘"
+    item.setCheckState(0, Qt.CheckState.Unchecked)  # what a click on the check box does
+    wait_idle(qtbot, toy_window)
+    assert set(relus) <= set(toy_window.after.items_by_key)
+    assert toy_window.pipeline.result(ToyDropActivation.id) is None
+    item.setCheckState(0, Qt.CheckState.Checked)
+    wait_idle(qtbot, toy_window)
+    assert not set(relus) & set(toy_window.after.items_by_key)
+
+
+def test_stepping_through_matches_selects_the_right_nodes_in_both_panes(qtbot, toy_window):
+    open_and_wait(qtbot, toy_window, "demo")
+    provenance = toy_window.pipeline.provenance
+    records = [r for result in toy_window.pipeline.results for r in (*result.matches, *result.near_misses)]
+    assert sum(1 for r in records if r.pass_id == ToyDropActivation.id) == 4  # 3 drops + 1 Sigmoid near miss
+    seen = []
+    for _ in records:
+        toy_window.next_action.trigger()
+        record = toy_window.match_list.current_record()
+        seen.append(record)
+        after = {d for n in record.nodes for d in provenance.descendants(n)}
+        assert toy_window.before.selected_keys == set(toy_window.before.keys_for(record.nodes))
+        assert toy_window.after.selected_keys == set(toy_window.after.keys_for(after))
+        assert toy_window.before.selected_keys
+        text = toy_window.properties.toPlainText()
+        assert (record.reason if hasattr(record, "reason") else record.summary) in text
+    assert seen == records  # every match and near miss, in list order
+    toy_window.prev_action.trigger()
+    assert toy_window.match_list.current_record() is records[-2]
+    toy_window.next_action.trigger()
+    toy_window.next_action.trigger()  # wraps around to the first
+    assert toy_window.match_list.current_record() is records[0]
+    assert "N" in [s.toString() for s in toy_window.next_action.shortcuts()]
+    # a toy match: the Relu is removed (red) before, its producer modified (amber) after
+    drop = next(r for r in records if r.pass_id == ToyDropActivation.id and hasattr(r, "summary"))
+    relu, producer = drop.nodes
+    assert toy_window.before.items_by_key[relu].status == "removed"
+    assert toy_window.after.items_by_key[producer].status == "modified"
+
+
+def test_selection_in_one_pane_selects_the_counterpart_in_the_other(qtbot, toy_window):
+    open_and_wait(qtbot, toy_window, SAMPLE)
+    click_node(qtbot, toy_window.before, "bn_default_relu")
+    producer = "bn_default/batchnorm/add_1"
+    assert toy_window.selection.current.before == {"bn_default_relu"}
+    assert toy_window.after.selected_keys == {producer}  # the Relu now lives on in its producer
+    visible = toy_window.after.mapToScene(toy_window.after.viewport().rect()).boundingRect()
+    assert visible.contains(toy_window.after.items_by_key[producer].sceneBoundingRect().center())
+    click_node(qtbot, toy_window.after, producer)
+    assert toy_window.before.selected_keys == {"bn_default_relu", producer}
+    assert producer in toy_window.properties.toPlainText()
+    click_node(qtbot, toy_window.before, "input")
+    assert toy_window.after.selected_keys == {"input"} and toy_window.before.selected_keys == {"input"}
+
+
+def test_search_by_op_type_or_name_outlines_hits_and_enter_selects(qtbot, toy_window):
+    open_and_wait(qtbot, toy_window, SAMPLE)
+    toy_window.find_action.trigger()
+    qtbot.keyClicks(toy_window.search, "rsqrt")
+    rsqrt = {n.name for n in toy_window.model.graph if n.op == "Rsqrt"}
+    assert set(toy_window.before.hit_keys) == rsqrt and len(rsqrt) == 4
+    assert all(toy_window.before.items_by_key[k].hit for k in rsqrt)
+    qtbot.keyClick(toy_window.search, Qt.Key.Key_Return)
+    assert toy_window.selection.current.before and set(toy_window.selection.current.before) <= rsqrt
+    toy_window.search.setText("bn_plain_conv")
+    assert toy_window.before.hit_keys == ["bn_plain_conv"]
+    toy_window.search.clear()
+    assert not toy_window.before.hit_keys
+
+
+def test_collapse_and_expand_a_scope(qtbot, toy_window):
+    open_and_wait(qtbot, toy_window, SAMPLE)
+    scope = "bn_default/batchnorm"
+    assert scope in toy_window.layouts["before"].scopes
+    members = [k for k in toy_window.before.items_by_key if k.startswith(scope + "/")]
+    assert len(members) == 7
+    toy_window.before.collapse_requested.emit(frozenset({scope}))  # what the context menu sends
+    qtbot.waitUntil(lambda: toy_window.is_idle() and SCOPE_PREFIX + scope in toy_window.before.items_by_key)
+    box = toy_window.before.items_by_key[SCOPE_PREFIX + scope]
+    assert set(box.node.members) == set(members)
+    assert not set(members) & set(toy_window.before.items_by_key)
+    assert toy_window.before.keys_for(["bn_default/batchnorm/Rsqrt"]) == [SCOPE_PREFIX + scope]
+    click_node(qtbot, toy_window.before, SCOPE_PREFIX + scope, double=True)  # double click expands
+    qtbot.waitUntil(lambda: toy_window.is_idle() and "bn_default/batchnorm/Rsqrt" in toy_window.before.items_by_key)
+    assert SCOPE_PREFIX + scope not in toy_window.before.items_by_key
+
+
+def test_exports_svg_png_fused_model_and_report(qtbot, toy_window, tmp_path):
+    open_and_wait(qtbot, toy_window, SAMPLE)
+    svg = tmp_path / "before.svg"
+    toy_window.export_graph(str(svg), "before")
+    root = ET.parse(svg).getroot()
+    assert root.tag.endswith("svg")
+    assert "Rsqrt" in svg.read_text() and "bn_default_relu" in svg.read_text()
+    png = tmp_path / "after.png"
+    toy_window.export_graph(str(png), "after")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    fused = tmp_path / "fused.pb"
+    toy_window.export_fused_pb(str(fused))
+    assert len(load_model(str(fused)).graph) == len(toy_window.pipeline.fused)
+    report = tmp_path / "report.json"
+    toy_window.export_report(str(report))
+    data = json.loads(report.read_text())
+    assert data["model"] == SAMPLE and data["op_diff"] == ["Relu -4 (4->0)"]
+
+
+def test_heat_overlay_colours_nodes_from_outside_values(qtbot, toy_window):
+    open_and_wait(qtbot, toy_window, SAMPLE)
+    toy_window.set_heat("before", {"bn_default_conv": 4.0, "bn_plain_conv": 1.0})
+    hot, cool = (toy_window.before.items_by_key[k] for k in ("bn_default_conv", "bn_plain_conv"))
+    assert hot.heat is not None and cool.heat is not None and hot.heat != cool.heat
+    toy_window.set_heat("before", None)
+    assert hot.heat is None
+
+
+def test_recent_files_and_bottom_dock(qtbot, toy_window):
+    from PySide6.QtWidgets import QLabel
+
+    open_and_wait(qtbot, toy_window, "conv_bn")
+    open_and_wait(qtbot, toy_window, SAMPLE)
+    assert toy_window.recent_files()[:2] == [SAMPLE, "conv_bn"]
+    toy_window._fill_recent_menu()
+    assert [a.text() for a in toy_window.recent_menu.actions()][:2] == [SAMPLE, "conv_bn"]
+    dock = toy_window.add_bottom_dock(QLabel("run"), "Run & profile")
+    assert toy_window.dockWidgetArea(dock) == Qt.DockWidgetArea.BottomDockWidgetArea
+
+
+def test_real_scope_fusion_shows_a_green_fused_node_with_its_body(qtbot, window):
+    """bert_layernorm through the real (general) LayerNorm scope pass: a new fused node per layer."""
+    from gui.properties import FusedBodyDialog
+    from passes.fused import FUSED_NODES_ATTR
+
+    open_and_wait(qtbot, window, "bert_layernorm")
+    fused = window.pipeline.fused
+    new = [k for k, item in window.after.items_by_key.items() if item.status == "new"]
+    layer_norms = [k for k in new if window.after.items_by_key[k].node.op == "LayerNorm"]
+    assert len(layer_norms) == 2
+    assert all(window.after.items_by_key[k].node.category == "fused" for k in layer_norms)
+    body = FusedBodyDialog(fused, layer_norms[0], window)
+    assert body.tree.topLevelItemCount() == len(fused.attr(layer_norms[0], FUSED_NODES_ATTR))
+    body.close()
+    assert any(item.status == "removed" for item in window.before.items_by_key.values())
+    click_node(qtbot, window.after, layer_norms[0])
+    assert window.before.selected_keys and all(
+        window.before.items_by_key[k].status == "removed" for k in window.before.selected_keys)
+    assert "ScopeLayerNormPass" in window.properties.toPlainText()
