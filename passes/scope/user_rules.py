@@ -158,8 +158,8 @@ def _sub_scope_feature(field: _Field, earlier: Sequence[str]) -> ScopeFeature:
 
 
 def _pattern(field: _Field, default_sub_type: str, earlier: Sequence[str]) -> ScopePattern:
-    sub_type = field.get("sub_type", _name, default_sub_type)
     suffix = field.get("suffix", _text, "")
+    sub_type = field.get("sub_type", _name, suffix or default_sub_type)
     features: list[Feature] = [ScopeFeature(suffix=suffix)] if suffix else []
     features += field.get("census", _census, [])
     features += [_attr_feature(f) for f in field.get("attrs", lambda f: f.items(), [])]

@@ -1,0 +1,152 @@
+"""User scope rule files: parsing with field-path errors, installing as passes, replacing built-ins."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.errors import FuseLensError
+from passes.registry import get_pass, resolve_pass_ids, run_pipeline
+from passes.scope.layer_norm import ScopeLayerNormPass
+from passes.scope.switches import (
+    format_enable_scope_fusion_passes,
+    parse_enable_scope_fusion_passes,
+    scope_pass_ids,
+)
+from passes.scope.user_rules import install_rules, load_rule_file, parse_rules
+from tests.passes.scope_check import assert_same_outputs, fused_calls
+
+CENTER = "Postprocessor/Decode/get_center_coordinates_and_sizes"
+CENTER_RULE = """
+rules:
+  - name: ScopeCenterSizePass
+    op_type: CenterSize
+    description: the anchors' centres and sizes in SSD's box decoding
+    suffix: get_center_coordinates_and_sizes
+    census: {Transpose: 1, Unpack: 1, Sub: 2, RealDiv: {num: 0, step: 2}, Softmax: -1}
+    inputs: [{node: transpose, input: 0}]
+    outputs: [{node: add}, {node: add_1}, {node: sub_1}, {node: sub}]
+"""
+MY_LAYER_NORM = {"rules": [{
+    "name": "ScopeLayerNormPass", "op_type": "MyLayerNorm",
+    "patterns": [
+        {"sub_type": "batchnorm", "suffix": "batchnorm", "census": {"Rsqrt": 1, "Mul": 3}},
+        {"sub_type": "moments", "suffix": "moments", "census": {"Mean": 2}},
+    ],
+    "pair": ["batchnorm", "moments"],
+    "inputs": [{"node": "batchnorm/mul_1"}, {"node": "batchnorm/mul"}, {"node": "batchnorm/sub", "input": 0}],
+    "outputs": [{"node": "batchnorm/add_1"}],
+    "fused_attrs": {"epsilon": 1e-12},
+}]}
+
+
+@pytest.fixture(autouse=True)
+def no_user_rules_afterwards():
+    yield
+    install_rules([])
+
+
+@pytest.fixture
+def center_rules(tmp_path):
+    path = tmp_path / "rules.yaml"
+    path.write_text(CENTER_RULE)
+    return load_rule_file(path)
+
+
+def test_a_user_rule_is_a_scope_pass_switched_on_by_name(center_rules, load_sample):
+    assert install_rules(center_rules) == ["ScopeCenterSizePass"]
+    cls = get_pass("ScopeCenterSizePass")
+    assert cls.family == "scope" and not cls.general and scope_pass_ids()[-1] == "ScopeCenterSizePass"
+    assert "ScopeCenterSizePass" not in resolve_pass_ids()
+    graph = load_sample("ssd_decode")
+    pipeline = run_pipeline(graph, resolve_pass_ids(parse_enable_scope_fusion_passes("ScopeCenterSizePass")))
+    (match,) = pipeline.result("ScopeCenterSizePass").matches
+    assert match.anchor == CENTER and match.details["inputs"] == ["anchors"]
+    (call,) = fused_calls(pipeline.fused, "CenterSize")
+    assert call.name == CENTER
+    assert_same_outputs(graph, pipeline.fused, {f"{CENTER}/sub": f"{CENTER}:3"})
+
+
+def test_installing_again_replaces_the_previous_rules(center_rules):
+    install_rules(center_rules)
+    install_rules([])
+    assert "ScopeCenterSizePass" not in scope_pass_ids()
+    with pytest.raises(FuseLensError, match="unknown scope fusion pass 'ScopeCenterSizePass'"):
+        parse_enable_scope_fusion_passes("ScopeCenterSizePass")
+
+
+def test_a_rule_with_a_builtin_name_replaces_the_builtin_until_unloaded(load_sample):
+    install_rules(parse_rules(MY_LAYER_NORM, "my.json"))
+    cls = get_pass("ScopeLayerNormPass")
+    assert cls is not ScopeLayerNormPass and cls.general and cls.order == ScopeLayerNormPass.order
+    fused = run_pipeline(load_sample("bert_layernorm"), resolve_pass_ids()).fused
+    calls = fused_calls(fused, "MyLayerNorm")
+    assert len(calls) == 2 and not fused_calls(fused, "LayerNorm")
+    assert fused.attr(calls[0].name, "_epsilon") == pytest.approx(1e-12)
+    install_rules([])
+    assert get_pass("ScopeLayerNormPass") is ScopeLayerNormPass
+
+
+def test_enable_list_round_trip():
+    assert parse_enable_scope_fusion_passes(" ScopeDecodeBboxV2Pass,,ScopeLayerNormPass ") == [
+        "ScopeDecodeBboxV2Pass", "ScopeLayerNormPass"]
+    with pytest.raises(FuseLensError, match="known: ScopeLayerNormPass, ScopeInstanceNormPass"):
+        parse_enable_scope_fusion_passes("ScopeNope")
+    ids = resolve_pass_ids(["ScopeInstanceNormPass", "ScopeDecodeBboxV2Pass"])
+    assert format_enable_scope_fusion_passes(ids) == "ScopeInstanceNormPass,ScopeDecodeBboxV2Pass"
+    assert format_enable_scope_fusion_passes(resolve_pass_ids()) == ""  # general passes are never listed
+
+
+def rule(**fields):
+    base = {"name": "ScopeXPass", "op_type": "X", "suffix": "x", "outputs": [{"node": "y"}]}
+    return {"rules": [{**base, **fields}]}
+
+
+@pytest.mark.parametrize("data, message", [
+    (rule(census={"Mul": {"num": "three"}}), "rules[0].census.Mul.num: must be an integer, not a string"),
+    (rule(census={"Mul": 2.5}), "rules[0].census.Mul: must be an integer, not a number"),
+    (rule(census={"RealDiv": {"num": 3, "step": 2}}), "rules[0].census.RealDiv.num: with step 2 must be between 0"),
+    (rule(census={"Mul": -2}), "rules[0].census.Mul: must be >= -1, not -2"),
+    (rule(censsus={"Mul": 1}), "rules[0]: unknown field 'censsus' (known: name, op_type,"),
+    (rule(op_type=None), "rules[0].op_type: must be a non-empty string, not empty"),
+    ({"rules": [{"name": "A", "suffix": "x", "outputs": [{"node": "y"}]}]},
+     "rules[0]: missing required field 'op_type'"),
+    (rule(outputs=[]), "rules[0].outputs: must not be empty"),
+    (rule(inputs=[{"node": "a", "input": -1}]), "rules[0].inputs[0].input: must be >= 0, not -1"),
+    (rule(pair=["x", "moments"]), "rules[0].pair[1]: 'moments' is not the sub type of a pattern"),
+    (rule(suffix=None), "rules[0].suffix: must be a non-empty string"),
+    ({"rules": [{"name": "A", "op_type": "X", "outputs": [{"node": "y"}]}]},
+     "rules[0]: a pattern needs at least a suffix or a census"),
+    (rule(patterns=[{"suffix": "a"}]), "rules[0]: give either `patterns` or a rule-level pattern (suffix)"),
+    (rule(attrs=[{"op": "Split", "attr": "num_split"}]), "rules[0].attrs[0]: missing required field 'value'"),
+    (rule(sub_scopes=[{"sub_type": "other", "num": 1}]),
+     "rules[0].sub_scopes[0].sub_type: 'other' is not the sub type of an earlier pattern"),
+    ({"rules": [rule()["rules"][0], rule()["rules"][0]]}, "rules[1].name: 'ScopeXPass' is defined twice"),
+    ([1, 2], "top level: must be a mapping, not a list"),
+    ({"rules": []}, "rules: must not be empty"),
+])
+def test_a_bad_rule_names_the_file_the_field_and_the_problem(data, message):
+    with pytest.raises(FuseLensError) as error:
+        parse_rules(data, "bad.yaml")
+    assert str(error.value).startswith("bad.yaml: ") and message in str(error.value)
+
+
+def test_rule_files_in_json_and_broken_files(tmp_path):
+    good = tmp_path / "rules.json"
+    good.write_text(json.dumps(MY_LAYER_NORM))
+    (parsed,) = load_rule_file(good)
+    assert parsed.rule.pair == ("batchnorm", "moments") and parsed.source == str(good)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("rules: [ {name: A\n")
+    with pytest.raises(FuseLensError, match=r"broken.yaml: not valid YAML: .*") as error:
+        load_rule_file(broken)
+    assert "\n" not in str(error.value)
+    with pytest.raises(FuseLensError, match=r"missing\.yaml: no such rule file"):
+        load_rule_file(tmp_path / "missing.yaml")
+
+
+def test_a_rule_may_not_take_the_name_of_a_pass_of_another_family():
+    with pytest.raises(FuseLensError, match="only replace a scope pass"):
+        install_rules(parse_rules(rule(name="ConvBatchnormFusionPass"), "r.yaml"))
+    assert get_pass("ConvBatchnormFusionPass").family == "amct"
