@@ -97,9 +97,10 @@ def graph_order_topological(graph: Graph) -> list[str]:
     """A topological order that keeps the GraphDef's node order among ready nodes, so kernel names
     and counters follow the order the model was written in (Abs before Neg when written so)."""
     index = {name: i for i, name in enumerate(graph.nodes)}
-    waiting = {name: len({r.node for r in graph.inputs(name) + [TensorRef(c) for c in graph.control_inputs(name)]
-                          if r.node in index and graph.op(r.node) not in LOOP_BACK_EDGE_OPS})
-               for name in graph.nodes}
+    waiting = {}
+    for name in graph.nodes:
+        producers = {r.node for r in graph.inputs(name)} | set(graph.control_inputs(name))
+        waiting[name] = sum(1 for p in producers if p in index and graph.op(p) not in LOOP_BACK_EDGE_OPS)
     ready = [index[name] for name, count in waiting.items() if count == 0]
     heapq.heapify(ready)
     names = list(graph.nodes)
