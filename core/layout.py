@@ -135,11 +135,14 @@ def const_shape(graph: Graph, name: str) -> tuple[int | None, ...] | None:
 
 
 def tensor_shape(graph: Graph, name: str, port: int) -> tuple[int | None, ...] | None:
-    """Static shape where known; shape inference (TensorFlow) failing just means no label."""
-    try:
-        return graph.output_shape(name, port)
-    except Exception:  # inference on an unusual graph: shapes are decoration, never a reason to fail
-        return None
+    """The shape recorded in `_output_shapes`, if any.
+
+    Deliberately not TensorFlow's shape inference: that imports TensorFlow and can take seconds
+    on a large graph, far more than the layout itself. Every loader but a bare .pb records shapes.
+    """
+    node = graph.node(name)
+    shapes = node.attr["_output_shapes"].list.shape if "_output_shapes" in node.attr else ()
+    return proto.shape_tuple(shapes[port]) if port < len(shapes) else None
 
 
 def _fold_constants(graph: Graph) -> tuple[list[str], dict[str, list[str]], dict[str, str]]:
@@ -268,7 +271,8 @@ def _run_dot(source: str, timeout: float, cancelled: Callable[[], bool] | None) 
         pending_input: str | None = source
         while True:
             try:
-                out, err = process.communicate(pending_input, timeout=0.05)
+                poll = max(0.0, min(0.05, deadline - time.monotonic()))
+                out, err = process.communicate(pending_input, timeout=poll)
                 break
             except subprocess.TimeoutExpired:
                 pending_input = None

@@ -13,8 +13,8 @@ import numpy as np
 from PySide6.QtWidgets import QDialog, QTextBrowser, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from core import proto
-from core.graph import Graph, TensorRef
-from core.layout import format_shape
+from core.graph import Graph
+from core.layout import format_shape, tensor_shape
 from core.provenance import Provenance
 from gui.selection import Selection
 from passes.base import Match, NearMiss
@@ -72,13 +72,13 @@ def node_html(graph: Graph, name: str, provenance: Provenance | None, *, fused_s
             value = graph.const_value(ref.node)
             weights.append(f"<tt>{esc(ref.node)}</tt><br>{array_summary(value)}")
         else:
-            inputs.append(f"<tt>{esc(ref)}</tt> {esc(format_shape(_shape(graph, ref)))}")
+            inputs.append(f"<tt>{esc(ref)}</tt> {esc(format_shape(tensor_shape(graph, ref.node, ref.port)))}")
     inputs += [f"<tt>^{esc(c)}</tt> (control)" for c in graph.control_inputs(name)]
     outputs = []
     if "_output_shapes" in node.attr:
         for port, _ in enumerate(node.attr["_output_shapes"].list.shape):
             readers = [c.node for c in graph.consumers(name, port)]
-            outputs.append(f":{port} {esc(format_shape(_shape(graph, TensorRef(name, port))))}"
+            outputs.append(f":{port} {esc(format_shape(tensor_shape(graph, name, port)))}"
                            f" → {esc(', '.join(readers[:5]))}{' …' if len(readers) > 5 else ''}")
     attrs = [(esc(k), esc(_attr_text(graph, name, k))) for k in sorted(node.attr) if k not in HIDDEN_ATTRS]
     if node.op == "Const":
@@ -90,13 +90,6 @@ def node_html(graph: Graph, name: str, provenance: Provenance | None, *, fused_s
     if attrs:
         parts.append("<h4 style='margin:6px 0 2px'>attributes</h4>" + _table(attrs))
     return "".join(parts)
-
-
-def _shape(graph: Graph, ref: TensorRef) -> tuple[int | None, ...] | None:
-    """From `_output_shapes` only: no TensorFlow shape inference on the GUI thread."""
-    node = graph.node(ref.node)
-    shapes = node.attr["_output_shapes"].list.shape if "_output_shapes" in node.attr else []
-    return proto.shape_tuple(shapes[ref.port]) if ref.port < len(shapes) else None
 
 
 def _attr_text(graph: Graph, name: str, key: str) -> str:
