@@ -87,6 +87,7 @@ class Graph:
                     self._consumers[ref.node].append(Consumer(name, index, ref.port))
         self._shapes: dict[tuple[str, int], tuple[int | None, ...] | None] | None = None
         self._info: dict[tuple[str, int], tuple[int, tuple[int | None, ...] | None]] | None = None
+        self._topo: tuple[str, ...] | None = None
         if validate:
             self.validate(duplicates)
 
@@ -243,7 +244,12 @@ class Graph:
         return sum(len(refs) for refs in self._inputs.values())
 
     def topological_order(self) -> list[str]:
-        """Kahn's order over data and control edges, ignoring loop back edges."""
+        """Kahn's order over data and control edges, ignoring loop back edges (computed once per graph)."""
+        if self._topo is None:
+            self._topo = tuple(self._kahn_order())
+        return list(self._topo)
+
+    def _kahn_order(self) -> list[str]:
         indegree = {name: 0 for name in self.nodes}
         for name, refs in self._inputs.items():
             for ref in refs:

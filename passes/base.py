@@ -15,6 +15,7 @@ Passes return new graphs; the graph they receive is never modified.
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -209,17 +210,31 @@ def prune_dead_constants(graph: Graph, editor: GraphEditor,
     A control edge to such a node (a frozen Keras graph's NoOp waits on every ReadVariableOp)
     only ordered a read that no longer happens, so it goes with the node.
     """
-    pruned: list[str] = []
-    while True:
-        refs = {name: [TensorRef.parse(text) for text in editor.node(name).input] for name in editor.names()}
-        read = {ref.node for node_refs in refs.values() for ref in node_refs if not ref.control}
-        dead = {n for n in refs if n in graph.nodes and n not in read and graph.consumers(n) and is_constant(graph, n)}
-        if not dead:
-            return pruned
-        for name, node_refs in refs.items():
-            if name not in dead and any(ref.control and ref.node in dead for ref in node_refs):
-                kept = [str(ref) for ref in node_refs if not (ref.control and ref.node in dead)]
-                del editor.mutable(name).input[:]
-                editor.mutable(name).input.extend(kept)
-        editor.remove(*dead)
-        pruned += [n for n in refs if n in dead]
+    refs = {name: [TensorRef.parse(text) for text in editor.node(name).input] for name in editor.names()}
+    readers: dict[str, int] = defaultdict(int)
+    for node_refs in refs.values():
+        for ref in node_refs:
+            readers[ref.node] += not ref.control
+
+    def unread_weight(name: str) -> bool:
+        return name in refs and name in graph.nodes and not readers[name] and bool(graph.consumers(name)) \
+            and is_constant(graph, name)
+
+    dead: set[str] = set()
+    stack = [name for name in refs if unread_weight(name)]
+    while stack:  # a dead Identity may leave its Const unread in turn
+        name = stack.pop()
+        if name in dead:
+            continue
+        dead.add(name)
+        for ref in refs[name]:
+            readers[ref.node] -= not ref.control
+            if unread_weight(ref.node):
+                stack.append(ref.node)
+    for name, node_refs in refs.items():
+        if name not in dead and any(ref.control and ref.node in dead for ref in node_refs):
+            kept = [str(ref) for ref in node_refs if not (ref.control and ref.node in dead)]
+            del editor.mutable(name).input[:]
+            editor.mutable(name).input.extend(kept)
+    editor.remove(*dead)
+    return [name for name in refs if name in dead]

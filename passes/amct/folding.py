@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from core import proto
 from core.graph import Graph, GraphEditor, TensorRef
 from core.nodes import make_const, make_node
 from core.provenance import Rewrite
@@ -52,6 +53,14 @@ def constant_value(graph: Graph, name: str) -> np.ndarray | None:
     if argument is None:
         return None
     return value.reshape(argument) if op == "Reshape" else np.expand_dims(value, int(argument))
+
+
+def constant_shape(graph: Graph, name: str) -> tuple[int, ...]:
+    """The shape of a constant, read from its TensorProto header when no reshape is in the way."""
+    source = graph.const_source(name)
+    if source is not None:
+        return tuple(d or 0 for d in proto.shape_tuple(graph.node(source).attr["value"].tensor.tensor_shape) or ())
+    return constant_value(graph, name).shape
 
 
 def is_constant(graph: Graph, name: str) -> bool:
@@ -179,7 +188,7 @@ def bn_affine(graph: Graph, bn: str) -> Affine:
 
 def out_channels(graph: Graph, chain: Chain) -> int:
     """Output channels of the chain's op from its filter: [kh, kw, in, mult] for depthwise, last axis else."""
-    shape = constant_value(graph, chain.filter).shape
+    shape = constant_shape(graph, chain.filter)
     return int(shape[2] * shape[3]) if graph.op(chain.op) == "DepthwiseConv2dNative" else int(shape[-1])
 
 
@@ -221,7 +230,7 @@ def fold_details(graph: Graph, chain: Chain, affine: Affine) -> dict[str, Any]:
     else:
         bias_add = chain.bias_add or "(new BiasAdd)"
     details: dict[str, Any] = {"op": chain.op, "op_type": graph.op(chain.op), "filter": chain.filter,
-                               "filter_shape": list(constant_value(graph, chain.filter).shape), "bias_add": bias_add,
+                               "filter_shape": list(constant_shape(graph, chain.filter)), "bias_add": bias_add,
                                "scale": preview(affine.scale), "bias_before": preview(before),
                                "bias_after": preview(after)}
     if affine.epsilon is not None:
@@ -241,9 +250,9 @@ class Folded:
 def fold_into_chain(graph: Graph, editor: GraphEditor, chain: Chain, affine: Affine) -> Folded:
     """Write W' and b' as new Consts; the op keeps its name, the chain ends in a BiasAdd if b' exists."""
     weights = constant_value(graph, chain.filter)
-    new_filter = _add_const(editor, f"{chain.op}/folded_filter",
-                            scale_filter(graph.op(chain.op), weights.astype(np.float64), affine.scale)
-                            .astype(weights.dtype), after=chain.op)
+    compute = np.promote_types(weights.dtype, np.float32)  # fp16 weights are scaled in fp32, then cast back
+    scaled = scale_filter(graph.op(chain.op), weights.astype(compute, copy=False), affine.scale.astype(compute))
+    new_filter = _add_const(editor, f"{chain.op}/folded_filter", scaled.astype(weights.dtype), after=chain.op)
     editor.set_input(chain.op, FILTER_SLOT, new_filter)
     done = Folded(chain.op, [chain.op], [new_filter])
     _, bias = folded_bias(graph, chain, affine)
@@ -336,7 +345,7 @@ class BatchnormFoldPass(AmctPass):
             return reason
         if graph.attr(bn, "data_format", "NHWC") != graph.attr(chain.op, "data_format", "NHWC"):
             return f"{bn} and {chain.op} use different data formats"
-        channels, params = out_channels(graph, chain), constant_value(graph, graph.input_node(bn, 1)).size
+        channels, params = out_channels(graph, chain), int(np.prod(constant_shape(graph, graph.input_node(bn, 1))))
         if channels != params:
             return f"{chain.op} has {channels} output channels but {bn} normalises {params}"
         return None
