@@ -8,7 +8,6 @@ looks right but fails a count becomes a near miss that says which count
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +22,7 @@ class ScopeContext:
     """What a feature may look at besides the scope: the graph and the sub types assigned so far."""
 
     graph: Graph
-    sub_types: Mapping[str, str]  # scope name -> sub type of the pattern that matched it
+    sub_types: dict[str, str]  # scope name -> sub type of the pattern that matched it (filled as patterns match)
 
 
 def _count_text(count: int) -> str:

@@ -102,7 +102,7 @@ class ScopeRulePass(FusionPass):
             scope = stack.pop()
             failures = [(p, p.failures(scope, context)) for p in variants]
             if any(not reasons for _, reasons in failures):
-                context.sub_types[scope.name] = sub_type  # type: ignore[index]
+                context.sub_types[scope.name] = sub_type
                 found.append(scope)
                 continue
             named = [reasons for p, reasons in failures if p.names_scope(scope)]
@@ -142,7 +142,7 @@ class ScopeRulePass(FusionPass):
         nodes = _nodes_of(graph, group)
         inside = set(nodes)
         inputs = [self._wire_input(graph, name, nodes, inside, wire) for wire in self.rule.inputs]
-        outputs = [TensorRef(_resolve(wire.node, name, nodes), wire.port) for wire in self.rule.outputs]
+        outputs = [_wire_output(graph, name, nodes, wire) for wire in self.rule.outputs]
         _check_all_inputs_wired(graph, nodes, inside, inputs)
         attrs = {**self.rule.attrs, **self.fused_attrs(graph, group, inputs)}
         summary = (f"{', '.join(s.name for s in group)} ({len(nodes)} nodes) -> {self.rule.op_type} {name} "
@@ -218,9 +218,20 @@ def _resolve(wire_node: str, fused_name: str, nodes: Sequence[str]) -> str:
     raise _Refused(f"the wiring name {wire_node} fits {len(found)} inner nodes ({', '.join(found[:3])})")
 
 
+def _wire_output(graph: Graph, fused_name: str, nodes: Sequence[str], wire: OutputWire) -> TensorRef:
+    node = _resolve(wire.node, fused_name, nodes)
+    known = graph.node(node).attr["_output_shapes"].list.shape if "_output_shapes" in graph.node(node).attr else None
+    if known is not None and wire.port >= len(known):
+        raise _Refused(f"{node} has {len(known)} outputs; the wiring reads output {wire.port}")
+    return TensorRef(node, wire.port)
+
+
 def _check_all_inputs_wired(graph: Graph, nodes: Sequence[str], inside: set[str],
                             inputs: Sequence[TensorRef]) -> None:
     wired = set(inputs)
+    if len(wired) < len(inputs):
+        twice = next(r for r in inputs if inputs.count(r) > 1)
+        raise _Refused(f"{twice} is wired to more than one fused input")
     for node in nodes:
         for ref in graph.inputs(node):
             if ref.node not in inside and ref not in wired:

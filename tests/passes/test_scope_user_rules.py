@@ -150,3 +150,22 @@ def test_a_rule_may_not_take_the_name_of_a_pass_of_another_family():
     with pytest.raises(FuseLensError, match="only replace a scope pass"):
         install_rules(parse_rules(rule(name="ConvBatchnormFusionPass"), "r.yaml"))
     assert get_pass("ConvBatchnormFusionPass").family == "amct"
+
+
+@pytest.mark.parametrize("change, reason", [
+    ({"inputs": []}, f"{CENTER}/transpose reads anchors from outside the scope, and no fused input is wired to it"),
+    ({"outputs": [{"node": "add"}, {"node": "add_1"}, {"node": "sub_1"}]},
+     f"{CENTER}/sub (Sub) has 3 consumers: it is also read by Postprocessor/Decode/mul (+1 more) outside"),
+    ({"outputs": [{"node": "sub", "port": 1}]}, f"{CENTER}/sub has 1 outputs; the wiring reads output 1"),
+    ({"inputs": [{"node": "unstack", "input": 0}]},
+     f"input 0 of {CENTER}/unstack comes from {CENTER}/transpose inside the scope"),
+    ({"outputs": [{"node": "nothing"}]}, f"no inner node nothing to wire (looked for {CENTER}/nothing)"),
+])
+def test_wiring_that_does_not_fit_the_scope_is_a_near_miss_saying_why(change, reason, load_sample):
+    data = {"rules": [{"name": "ScopeCenterSizePass", "op_type": "CenterSize",
+                       "suffix": "get_center_coordinates_and_sizes", "census": {"Unpack": 1},
+                       "inputs": [{"node": "transpose", "input": 0}], "outputs": [{"node": "add"}], **change}]}
+    install_rules(parse_rules(data, "r.yaml"))
+    result = get_pass("ScopeCenterSizePass")().dry_run(load_sample("ssd_decode"))
+    assert not result.matches
+    assert reason in result.near_misses[0].reason
