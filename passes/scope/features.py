@@ -62,7 +62,8 @@ class NodeAttrFeature:
     value: Any
 
     def _equal(self, actual: Any) -> bool:
-        if isinstance(self.value, float) and isinstance(actual, (int, float)) and not isinstance(actual, bool):
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (actual, self.value))
+        if numbers:
             return math.isclose(actual, self.value, rel_tol=1e-6, abs_tol=1e-12)
         return type(actual) is type(self.value) and actual == self.value
 

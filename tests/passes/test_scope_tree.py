@@ -76,6 +76,7 @@ def test_op_type_feature_counts_absent_as_minus_one_and_honours_step(toy):
 def test_attr_feature_looks_at_nodes_directly_in_the_scope(toy):
     tree, ctx = ScopeTree(toy), context(toy)
     assert NodeAttrFeature("Split", "num_split", 4).check(tree["a"], ctx) is None
+    assert NodeAttrFeature("Split", "num_split", 4.0).check(tree["a"], ctx) is None  # numbers compare by value
     assert NodeAttrFeature("Split", "num_split", 2).check(tree["a"], ctx) == \
         "Split.num_split: pattern needs 2, split has 4"
     assert "no Split node directly in the scope" in NodeAttrFeature("Split", "num_split", 4).check(tree[""], ctx)
