@@ -52,6 +52,8 @@ AUTOFUSE_CATEGORIES = {c: c in DEFAULT_CATEGORIES for c in (POINTWISE, BROADCAST
 
 def autofuse_flags(enabled: bool, categories: dict[str, bool]) -> AutofuseFlags:
     """The AUTOFUSE_FLAGS for these switches (only differences from the defaults are listed)."""
+    if not enabled:
+        return AutofuseFlags(enable_autofuse=False)
     extra = tuple(c for c, on in categories.items() if on and c in OPT_IN_CATEGORIES)
     dropped = tuple(c for c, on in categories.items() if not on and c in DEFAULT_CATEGORIES)
     return AutofuseFlags(enable_autofuse=enabled, enable_pass=extra, disable_pass=dropped)

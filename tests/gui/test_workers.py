@@ -1,0 +1,62 @@
+"""Workers: results and errors arrive on the GUI thread; cancel is honoured between steps."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from core.errors import FuseLensError
+from gui.workers import WorkerPool
+
+
+def test_result_error_and_cancel(qtbot):
+    pool = WorkerPool()
+    got, errors, gui_thread = [], [], threading.current_thread()
+
+    def on_result(value):
+        got.append((value, threading.current_thread() is gui_thread))
+
+    pool.start("a", "sum", lambda progress, cancelled: sum(range(10)), on_finished=on_result, on_error=errors.append)
+    qtbot.waitUntil(lambda: not pool.busy())
+    assert got == [(45, True)]
+
+    def bad(progress, cancelled):
+        raise FuseLensError("model.pb: truncated")
+
+    pool.start("a", "bad", bad, on_finished=on_result, on_error=errors.append)
+    qtbot.waitUntil(lambda: not pool.busy())
+    assert errors == ["model.pb: truncated"]
+
+    steps = []
+
+    def long_task(progress, cancelled):
+        while not cancelled():
+            steps.append(1)
+            progress(f"step {len(steps)}")
+            time.sleep(0.005)
+        return "finished anyway"
+
+    worker = pool.start("b", "long", long_task, on_finished=on_result, on_error=errors.append)
+    qtbot.waitUntil(lambda: len(steps) > 3)
+    pool.cancel_all()
+    assert pool.shutdown(5000)
+    qtbot.wait(20)
+    assert worker.is_cancelled and got == [(45, True)] and errors == ["model.pb: truncated"]
+
+
+def test_a_newer_task_in_the_same_slot_supersedes_the_older(qtbot):
+    pool = WorkerPool()
+    got = []
+    release = threading.Event()
+
+    def slow(progress, cancelled):
+        release.wait(5)
+        return "old"
+
+    pool.start("layout", "old", slow, on_finished=got.append, on_error=got.append)
+    pool.start("layout", "new", lambda p, c: "new", on_finished=got.append, on_error=got.append)
+    release.set()
+    qtbot.waitUntil(lambda: not pool.busy())
+    assert pool.pool.waitForDone(5000)
+    qtbot.wait(20)
+    assert got == ["new"]
