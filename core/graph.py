@@ -118,6 +118,13 @@ class Graph:
     def op(self, name: str) -> str:
         return self.node(name).op
 
+    def op_type(self, name: str) -> str:
+        """The op a user thinks of: a fused call node's `_fused_op_type` (LayerNorm, AscBackend), else its op."""
+        node = self.node(name)
+        if "_fused_op_type" in node.attr:
+            return node.attr["_fused_op_type"].s.decode()
+        return node.op
+
     def inputs(self, name: str) -> list[TensorRef]:
         """Data inputs only, in slot order."""
         return [ref for ref in self._inputs[name] if not ref.control]
@@ -236,8 +243,8 @@ class Graph:
 
     def op_histogram(self) -> dict[str, int]:
         counts: dict[str, int] = defaultdict(int)
-        for node in self:
-            counts[node.op] += 1
+        for name in self.nodes:
+            counts[self.op_type(name)] += 1
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def edge_count(self) -> int:

@@ -19,6 +19,7 @@ from core import proto
 from core.errors import FuseLensError
 from core.graph import Graph
 from core.samples import SAMPLES, sample_path
+from core.tfimport import import_tensorflow
 
 MAGIC = {
     b"\x89PNG\r\n\x1a\n": "a PNG image",
@@ -156,7 +157,7 @@ def _freeze(concrete_function: object, source: str) -> Graph:
 
 
 def _load_savedmodel(directory: Path, source: str) -> Graph:
-    import tensorflow as tf
+    tf = import_tensorflow()
 
     try:
         loaded = tf.saved_model.load(str(directory))
@@ -170,8 +171,8 @@ def _load_savedmodel(directory: Path, source: str) -> Graph:
 
 
 def _load_keras(path: Path, source: str) -> Graph:
+    tf = import_tensorflow()
     import keras
-    import tensorflow as tf
 
     try:
         model = keras.models.load_model(str(path), compile=False, safe_mode=True)

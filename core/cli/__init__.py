@@ -14,7 +14,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.errors import FuseLensError
+from core.tfimport import import_tensorflow
 
+# Commands that never need TensorFlow for a GraphDef; every other command imports it up front, quietly.
+LIGHT_COMMANDS = {"inspect", "samples", "export-sample", "passes", "import-profile", "gui"}
 # Modules with `register(subparsers)`; each parser sets `func(args) -> int`.
 COMMANDS = [
     "core.cli.inspect_cmd",
@@ -53,6 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        if args.command not in LIGHT_COMMANDS:
+            import_tensorflow()
         return int(args.func(args) or 0)
     except FuseLensError as e:
         print(f"fuselens: error: {e}", file=sys.stderr)
