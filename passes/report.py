@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from passes.base import PassResult
 from passes.registry import PipelineResult, get_pass
 
 
@@ -26,13 +27,21 @@ def build_report(pipeline: PipelineResult, *, model: str = "") -> dict[str, Any]
         "nodes_before": len(pipeline.original),
         "nodes_after": len(pipeline.fused),
         "seconds": round(pipeline.seconds, 6),
-        "passes": [
-            {**r.to_json(), "family": get_pass(r.pass_id).family} for r in pipeline.results
-        ],
+        "passes": [{**_pass_json(r), "family": get_pass(r.pass_id).family} for r in pipeline.results],
         "ops_before": before,
         "ops_after": after,
         "op_diff": op_count_diff(before, after),
     }
+
+
+def _pass_json(result: PassResult) -> dict[str, Any]:
+    """The pass's JSON with, per match, the nodes it changed (before) and what stands there now (after)."""
+    data = result.to_json()
+    after = {rewrite.match_index: list(rewrite.after) for rewrite in result.rewrites}
+    for found in data["matches"]:
+        found["nodes_before"] = found["nodes"]
+        found["nodes_after"] = after.get(found["index"], [])
+    return data
 
 
 def format_report(report: dict[str, Any]) -> str:

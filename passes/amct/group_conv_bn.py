@@ -86,7 +86,8 @@ class GroupConvBatchnormFusionPass(AmctPass):
             branches, start = [], 0
             for chain in group.branches:
                 stop = start + out_channels(graph, chain)
-                branches.append({"channels": [start, stop], **fold_details(graph, chain, affine.part(start, stop))})
+                part = fold_details(graph, chain, affine.part(start, stop))
+                branches.append({**part, "channel_range": [start, stop]})
                 start = stop
             yield Match(self.id, bn, group.nodes, (bn,),
                         f"fold {bn} into the {len(group.branches)} branches of {concat}",

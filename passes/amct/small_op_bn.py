@@ -113,6 +113,10 @@ class SmallOpBatchnormFusionPass(AmctPass):
                 return (f"the BatchNorm {role} {b[role]} ({graph.op(b[role])}) is not a constant: this normalises "
                         "with computed statistics (e.g. a LayerNorm), not an inference BatchNorm")
         x = graph.inputs(b["mul_x"])[0]
+        shape = graph.output_shape(x.node, x.port)
+        if shape is None or len(shape) != 4:
+            rank = "of unknown rank" if shape is None else f"{len(shape)}-D"
+            return f"the BatchNorm input {x} is {rank}; FusedBatchNormV3 needs a 4-D input"
         chain, _ = find_chain(graph, x.node, CONV_TYPES)
         if chain is None:
             return (f"the BatchNorm input {x} ({graph.op(x.node)}) is not a Conv2D or DepthwiseConv2dNative "
@@ -120,10 +124,6 @@ class SmallOpBatchnormFusionPass(AmctPass):
         if graph.node(b["mul_x"]).attr["T"].type not in FUSED_BN_DTYPES:
             return f"{b['mul_x']} computes in {proto.dtype_name(graph.node(b['mul_x']).attr['T'].type)}, " \
                    "which FusedBatchNormV3 does not support"
-        shape = graph.output_shape(x.node, x.port)
-        if shape is None or len(shape) != 4:
-            rank = "of unknown rank" if shape is None else f"{len(shape)}-D"
-            return f"the BatchNorm input {x} is {rank}; FusedBatchNormV3 needs a 4-D input"
         if shape[-1] is None:
             return f"the channel count of {x} (its last dimension) is unknown"
         if constant_value(graph, b["epsilon"]).size != 1:
