@@ -27,8 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--timeout", type=float, default=600.0, metavar="S", help="stop the run after S seconds")
     p.add_argument("--no-trace", action="store_true", help="no FULL_TRACE step stats: wall times only")
-    p.add_argument("--no-remapping", action="store_true",
-                   help="switch off Grappler's remapper (CPU), so e.g. Abs and Relu stay separate kernels")
+    p.add_argument("--no-grappler", action="store_true",
+                   help="run both graphs as written, without Grappler (which composes e.g. Abs+Relu into one kernel)")
     p.add_argument("--trace", metavar="T.json", help="write a Chrome trace (Perfetto) of one step per graph")
     p.add_argument("--csv", metavar="K.csv", help="write the kernel tables as CSV")
     p.add_argument("--save", metavar="RUN.json", help="write the run file (the GUI opens it)")
@@ -114,7 +114,7 @@ def run_run(args: argparse.Namespace) -> int:
         original=model.graph, fused=pipeline.fused, model=args.model, pass_ids=selection.pass_ids,
         backend=args.backend, steps=args.steps, warmup=args.warmup, input_shapes=parse_input_shapes(args.input_shape),
         inputs=args.inputs, seed=args.seed, timeout=args.timeout, trace=not args.no_trace,
-        remapping=not args.no_remapping, switches=switch_forms_for(selection) if args.backend == "npu" else None,
+        grappler=not args.no_grappler, switches=switch_forms_for(selection) if args.backend == "npu" else None,
         original_to_final=pipeline.provenance.original_to_final() if pipeline.provenance else None)
     show = _progress_printer(sys.stderr.isatty())
     try:

@@ -76,14 +76,13 @@ def require(name: str) -> BackendStatus:
     return status
 
 
-def session_config(name: str, *, remapping: bool = True) -> Any:
+def session_config(name: str, *, grappler: bool = True) -> Any:
     """ConfigProto for the cpu and gpu backends (the npu one comes from npu_session)."""
     import tensorflow as tf
-    from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig
 
     config = tf.compat.v1.ConfigProto(device_count={"GPU": 0} if name == "cpu" else {})
     if name == "gpu":
         config.gpu_options.allow_growth = True
-    if not remapping:
-        config.graph_options.rewrite_options.remapping = RewriterConfig.OFF
+    if not grappler:
+        config.graph_options.rewrite_options.disable_meta_optimizer = True
     return config

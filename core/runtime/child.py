@@ -90,18 +90,18 @@ def step_events(step: int, step_stats: Any) -> list[KernelEvent]:
 
 def run_job(job: dict[str, Any], report: Reporter) -> dict[str, Any]:
     report.progress("", "starting")
-    import tensorflow as tf
-
     from core.runtime import backends
 
     backend = job["backend"]
-    backends.require(backend)
+    backends.require(backend)  # before importing TensorFlow: an absent NPU adapter fails fast
+    import tensorflow as tf
+
     npu_dir = None
     if backend == "npu":
         npu_dir = Path(job.get("profiling_dir") or tempfile.mkdtemp(prefix="fuselens-npu-"))
         config_for = _npu_configs(tf, job, npu_dir)
     else:
-        config = backends.session_config(backend, remapping=job["remapping"])
+        config = backends.session_config(backend, grappler=job["grappler"])
         config_for = lambda label: config  # noqa: E731
     graphs, outputs = {}, {}
     for label, data, fetches in job["graphs"]:

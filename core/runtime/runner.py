@@ -72,7 +72,7 @@ class RunRequest:
     seed: int = 0
     timeout: float | None = 600.0
     trace: bool = True  # RunOptions FULL_TRACE step stats (the kernel table); off: wall times only
-    remapping: bool = True  # Grappler's remapper (off: Abs and Relu stay separate kernels on CPU)
+    grappler: bool = True  # off: the graphs run as written (Grappler would compose Abs+Relu into one kernel)
     switches: SwitchForms | None = None  # the NPU backend's enable_scope_fusion_passes / AUTOFUSE_FLAGS / switch file
     original_to_final: Mapping[str, Sequence[str]] | None = None  # provenance, to pair renamed outputs
     profiling_dir: str | None = None  # NPU: where msprof data goes (default: a temp folder)
@@ -147,7 +147,7 @@ def prepare_job(request: RunRequest) -> tuple[dict[str, Any], list[tuple[str, st
     job = {
         "graphs": [(label, g.graph_def.SerializeToString(), fetches) for label, g, fetches in graphs],
         "feeds": feeds, "backend": request.backend, "steps": request.steps, "warmup": request.warmup,
-        "trace": request.trace, "remapping": request.remapping, "switches": request.switches,
+        "trace": request.trace, "grappler": request.grappler, "switches": request.switches,
         "profiling_dir": request.profiling_dir,
     }
     return job, pairs

@@ -1,0 +1,93 @@
+"""`fuselens run`, `import-profile` and `export-npu-script` end to end (real child processes)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.cli import main as cli_main
+from core.runtime.result import RunResult
+
+FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
+
+
+def _json(capsys) -> dict:
+    return json.loads(capsys.readouterr().out)
+
+
+def test_run_abs_relu_exp(capsys, tmp_path):
+    args = ["run", "abs_relu_exp", "--steps", "100", "--json", "--trace", str(tmp_path / "t.json"),
+            "--csv", str(tmp_path / "k.csv"), "--save", str(tmp_path / "run.json")]
+    assert cli_main(args) == 0
+    result = _json(capsys)
+    original, fused = result["graphs"]["original"], result["graphs"]["fused"]
+    assert [k["kernel"] for k in fused["kernels"]] == [FUSED]
+    assert fused["kernels"][0]["count"] == 100 and fused["kernels"][0]["pass_id"] == "AutoFusePass"
+    assert {k["op_type"] for k in original["kernels"]} == {"_UnaryOpsComposition", "Exp"}  # Grappler: Abs+Relu
+    assert FUSED not in {k["kernel"] for k in original["kernels"]}
+    assert result["allclose"] is True and result["comparison"][0]["fused"] == f"{FUSED}:0"
+    assert result["speedup"] > 0 and result["summary"]["fused"]["kernel_count"] == 1
+
+    trace = json.loads((tmp_path / "t.json").read_text())
+    assert {e["pid"] for e in trace["traceEvents"] if e["ph"] == "X"} == {1, 2}
+    assert [row.split(",")[:2] for row in (tmp_path / "k.csv").read_text().splitlines()
+            if row.startswith("fused,")] == [["fused", FUSED]]
+    assert RunResult.load(tmp_path / "run.json").to_json()["graphs"] == result["graphs"]
+
+
+def test_run_without_grappler_shows_each_elementwise_kernel(capsys):
+    assert cli_main(["run", "abs_relu_exp", "--steps", "3", "--warmup", "1", "--no-grappler"]) == 0
+    out = capsys.readouterr().out
+    for op in ("Abs", "Relu", "Exp"):
+        assert f" {op} " in out
+    assert "allclose" in out and "speedup fused vs original" in out and "AscBackend" in out
+
+
+def test_run_bad_input_exits_2_with_one_line(capsys):
+    assert cli_main(["run", "abs_relu_exp", "--input-shape", "data1=1,x"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--input-shape 'data1=1,x': expected NAME=D1,D2,..." in err
+
+
+def test_npu_backend_says_why_it_is_unavailable(capsys):
+    assert cli_main(["run", "abs_relu_exp", "--backend", "npu", "--steps", "1"]) == 2
+    assert "backend npu is not available here: npu_bridge not importable" in capsys.readouterr().err
+
+
+def test_import_profile(capsys, tmp_path):
+    path = tmp_path / "op_summary_0_1.csv"
+    path.write_text("Device_id,Op Name,OP Type,Task Type,Task Start Time(us),Task Duration(us),Block Dim\n"
+                    f"0,{FUSED},AscBackend,AI_VECTOR_CORE,100.0\t,4.5,8\n"
+                    f"0,{FUSED},AscBackend,AI_VECTOR_CORE,1100.0\t,5.5,8\n")
+    assert cli_main(["import-profile", str(path), "--model", "abs_relu_exp", "--json"]) == 0
+    [kernel] = _json(capsys)["graphs"]["imported"]["kernels"]
+    assert (kernel["count"], kernel["mean_us"], kernel["node"]) == (2, 5.0, None)  # no such node in the original
+    path.write_text(path.read_text().replace("5.5", "five"))
+    assert cli_main(["import-profile", str(path)]) == 2
+    assert "op_summary_0_1.csv, line 3: column 'Task Duration(us)' holds 'five'" in capsys.readouterr().err
+
+
+def test_export_npu_script(tmp_path):
+    script = tmp_path / "run_on_npu.py"
+    assert cli_main(["export-npu-script", "abs_relu_exp", "--enable", "ScopeInstanceNormPass",
+                     "--autofuse-flags=--autofuse_enable_pass=reduce", "--mode", "tf2-compat", "-o", str(script)]) == 0
+    text = script.read_text()
+    compile(text, str(script), "exec")
+    assert "SCOPE_PASSES = ['ScopeInstanceNormPass']" in text
+    assert "AUTOFUSE_FLAGS = '--enable_autofuse=true;--autofuse_enable_pass=reduce'" in text
+    assert '"AutoFusePass": "on"' in text and "MODE = 'tf2-compat'" in text
+    assert f"'fused': ('run_on_npu_fused.pb', ['{FUSED}:0'])" in text
+    assert (tmp_path / "run_on_npu_original.pb").stat().st_size > 0 and (tmp_path / "run_on_npu_fused.pb").exists()
+
+
+@pytest.mark.slow
+def test_run_mobilenet_v2(capsys):
+    assert cli_main(["run", "mobilenet_v2", "--steps", "3", "--warmup", "1", "--json"]) == 0
+    result = _json(capsys)
+    assert result["allclose"] is True and result["speedup"] > 0
+    before, after = (result["summary"][g]["kernel_count"] for g in ("original", "fused"))
+    assert after < before
+    fused_kernels = result["graphs"]["fused"]["kernels"]
+    assert any(k["kernel"].startswith("autofuse_") and k["op_type"] == "AscBackend" for k in fused_kernels)
+    assert all(k["node"] is not None for k in fused_kernels)
