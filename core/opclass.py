@@ -21,26 +21,26 @@ CATEGORY_TITLES: dict[Category, str] = {
     "other": "other",
 }
 
-# Fill colours (light enough for dark text) and one darker border per category.
+# Fill colours (light enough for dark text) and one darker border per category. The hues keep
+# clear of the diff colours (removed red, new green, modified amber), which the views also use.
 PALETTE: dict[Category, str] = {
     "conv": "#8fb8e8",
-    "elementwise": "#f4d58d",
+    "elementwise": "#a8e0e8",
     "reduce": "#c6a7e0",
-    "norm": "#98d4bb",
+    "norm": "#d9c2a7",
     "data": "#d9d9d9",
-    "fused": "#f2a1c2",
+    "fused": "#e3a6e8",
     "other": "#f3efe6",
 }
 BORDER: dict[Category, str] = {
     "conv": "#3c6ea8",
-    "elementwise": "#a8862c",
+    "elementwise": "#2f8a96",
     "reduce": "#6f4a94",
-    "norm": "#3d8a6a",
+    "norm": "#8a6a45",
     "data": "#7a7a7a",
-    "fused": "#a8406c",
+    "fused": "#9a3ea3",
     "other": "#9a9384",
 }
-
 _OPS: dict[Category, frozenset[str]] = {
     "conv": frozenset({
         "Conv2D", "Conv3D", "DepthwiseConv2dNative", "Conv2DBackpropInput", "Conv3DBackpropInputV2",

@@ -154,7 +154,7 @@ class MainWindow(QMainWindow):
         main.addWidget(graphs)
         main.addWidget(self._titled("Properties", self.properties))
         main.setStretchFactor(1, 1)
-        main.setSizes([300, 900, 300])
+        main.setSizes([360, 900, 320])
         self.setCentralWidget(main)
         self.setDockOptions(QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowTabbedDocks)
 

@@ -5,10 +5,13 @@ The list does not care which pass made a record: it reads PassResult.matches / n
 
 from __future__ import annotations
 
+import posixpath
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QWidget
 
+from core.layout import short_name
 from passes.base import Match, NearMiss, PassResult
 
 ITEM_ROLE = Qt.ItemDataRole.UserRole
@@ -23,21 +26,26 @@ class MatchList(QTreeWidget):
         self.setUniformRowHeights(True)
         self.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.records: list[QTreeWidgetItem] = []  # in stepping order
+        self.prefix = ""  # the model's root scope, left out of labels (`mobilenetv2_1.00_224_1/`)
         self.currentItemChanged.connect(self._on_current)
 
     def set_results(self, results: list[PassResult]) -> None:
         self.blockSignals(True)
         self.clear()
         self.records = []
+        anchors = [r.anchor for result in results for r in (*result.matches, *result.near_misses)]
+        common = posixpath.commonpath(anchors) if anchors else ""
+        self.prefix = common + "/" if common and all(a.startswith(common + "/") for a in anchors) else ""
         for result in results:
             if not result.matches and not result.near_misses:
                 continue
             group = QTreeWidgetItem(self, [f"{result.pass_id}  ({len(result.matches)} ✔, {len(result.near_misses)} ✘)"])
             group.setFlags(Qt.ItemFlag.ItemIsEnabled)
             for record in [*result.matches, *result.near_misses]:
-                item = QTreeWidgetItem(group, [self.label(record)])
+                item = QTreeWidgetItem(group, [self.label(record).replace(self.prefix, "") if self.prefix
+                                               else self.label(record)])
                 item.setData(0, ITEM_ROLE, record)
-                item.setToolTip(0, self.label(record))
+                item.setToolTip(0, self.label(record, short=False))
                 if isinstance(record, NearMiss):
                     item.setForeground(0, QBrush(QColor("#b3261e")))
                 self.records.append(item)
@@ -45,10 +53,11 @@ class MatchList(QTreeWidget):
         self.blockSignals(False)
 
     @staticmethod
-    def label(record: Match | NearMiss) -> str:
+    def label(record: Match | NearMiss, *, short: bool = True) -> str:
+        """One line; `short` names a near miss by its last name parts so the reason stays visible."""
         if isinstance(record, Match):
             return f"✔ #{record.index} {record.summary}"
-        return f"✘ {record.anchor}: {record.reason}"
+        return f"✘ {short_name(record.anchor) if short else record.anchor}: {record.reason}"
 
     def current_record(self) -> Match | NearMiss | None:
         item = self.currentItem()

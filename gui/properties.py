@@ -43,8 +43,9 @@ def name_list(names: Iterable[str], separator: str = "<br>") -> str:
 
 
 def _table(rows: Iterable[tuple[str, str]]) -> str:
-    body = "".join(f"<tr><td valign='top' nowrap><b>{k}</b></td><td>{v}</td></tr>" for k, v in rows)
-    return f"<table cellspacing='2' cellpadding='1'>{body}</table>"
+    """Label above value: a narrow panel keeps long node names readable."""
+    return "".join(f"<p style='margin:6px 0 0 0'><b>{k}</b></p><div style='margin-left:8px'>{v}</div>"
+                   for k, v in rows)
 
 
 def node_html(graph: Graph, name: str, provenance: Provenance | None, *, fused_side: bool) -> str:
