@@ -1,0 +1,72 @@
+"""Compile-and-run figures for MobileNetV2: step time original vs fused, and what profiling costs.
+
+    .venv/bin/python benchmarks/bench_runtime.py [--model mobilenet_v2] [--steps 100] [--warmup 10]
+
+The graph is fused with the default passes (AMCT + AutoFuse), as `fuselens run` does, and with
+the AMCT passes alone; each variant's row follows the original's row of the same run. Each
+configuration is one `core.runtime.run` (a child process, both graphs, seeded inputs):
+once with RunOptions FULL_TRACE step stats on every timed step (what the kernel table needs),
+once without. "profiling overhead" is the traced median step time over the untraced one;
+"run wall" is the whole run including the child's start and TensorFlow import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from core.loaders import load_model  # noqa: E402
+from core.runtime import RunRequest, run  # noqa: E402
+from passes.registry import default_pass_ids, get_pass, run_pipeline  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="mobilenet_v2")
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--warmup", type=int, default=10)
+    args = parser.parse_args()
+
+    graph = load_model(args.model).graph
+    variants = {"AMCT + AutoFuse (defaults)": run_pipeline(graph),
+                "AMCT only": run_pipeline(graph, [i for i in default_pass_ids() if get_pass(i).family != "autofuse"])}
+    print(f"{args.model}: {len(graph)} nodes, {args.steps} timed steps after {args.warmup} warm-up, CPU, "
+          f"{os.cpu_count()} cores\n")
+    print("| graph | nodes | median step, no trace (ms) | median step, FULL_TRACE (ms) | profiling overhead | "
+          "kernels | kernel time / step (ms) | speedup vs original (no trace) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    notes = []
+    for name, pipeline in variants.items():
+        results = {}
+        for traced in (False, True):
+            start = time.perf_counter()
+            results[traced] = run(RunRequest(graph, pipeline.fused, model=args.model, steps=args.steps,
+                                             warmup=args.warmup, trace=traced,
+                                             original_to_final=pipeline.provenance.original_to_final()))
+            results[traced].seconds = time.perf_counter() - start
+        for label, g in (("original", graph), ("fused", pipeline.fused)):
+            plain = results[False].graphs[label].summary()
+            traced = results[True].graphs[label].summary()
+            speedup = f"{results[False].speedup():.2f}x" if label == "fused" else ""
+            title = name if label == "fused" else "original (same run)"
+            print(f"| {title} | {len(g)} | {plain['step_median_us'] / 1000:.2f} | "
+                  f"{traced['step_median_us'] / 1000:.2f} | "
+                  f"{traced['step_median_us'] / plain['step_median_us']:.2f}x | {traced['kernel_count']} | "
+                  f"{traced['kernel_us_per_step'] / 1000:.2f} | {speedup} |")
+        comparison = results[True].comparison[0]
+        notes.append(f"{name}: allclose {results[True].allclose} (max abs {comparison.max_abs:.2g}); "
+                     f"run wall {results[False].seconds:.1f} s without trace, {results[True].seconds:.1f} s with")
+    print()
+    print("\n".join(notes))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
