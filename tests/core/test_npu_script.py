@@ -50,3 +50,22 @@ def test_script_compiles_and_carries_all_three_switch_forms(mode, adapter):
 def test_unknown_mode_is_an_error():
     with pytest.raises(FuseLensError, match="unknown mode 'tf3'"):
         render_npu_script(mode="tf3", model="m", graphs=GRAPHS, inputs={}, forms=FORMS)
+
+
+def test_npu_session_config_carries_the_switches_and_profiling(tmp_path):
+    """The ConfigProto the NPU backend and the script build (TensorFlow builds it without an NPU)."""
+    import json
+
+    import tensorflow as tf
+
+    from core.runtime.npu_session import npu_session_config
+
+    config = npu_session_config(tf, ["ScopeInstanceNormPass"], "/x/fusion_switch.json", str(tmp_path / "original"))
+    [optimizer] = config.graph_options.rewrite_options.custom_optimizers
+    params = optimizer.parameter_map
+    assert optimizer.name == "NpuOptimizer" and params["use_off_line"].b and params["profiling_mode"].b
+    assert params["enable_scope_fusion_passes"].s == b"ScopeInstanceNormPass"
+    assert params["fusion_switch_file"].s == b"/x/fusion_switch.json"
+    profiling = json.loads(params["profiling_options"].s)
+    assert profiling["output"] == str(tmp_path / "original") and profiling["aic_metrics"] == "PipeUtilization"
+    assert config.graph_options.rewrite_options.remapping == 2  # RewriterConfig.OFF

@@ -16,6 +16,7 @@ from core.errors import FuseLensError
 from core.graph import Graph, TensorRef
 from core.nodes import make_const, make_node
 from core.runtime import RunRequest, RunResult, run, start_run
+from core.runtime.backends import detect, detect_backends
 from core.runtime.child import FAULT_ENV
 from core.runtime.runner import load_npz_inputs
 from passes.fused import fuse_subgraph
@@ -153,3 +154,13 @@ def test_npz_inputs_are_checked_against_the_placeholders(tmp_path):
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
     with pytest.raises(FuseLensError, match=r"junk\.npz: cannot read as \.npz"):
         load_npz_inputs(tmp_path / "junk.npz", graph)
+
+
+def test_backend_detection_says_why_a_backend_is_missing():
+    statuses = {s.name: s for s in detect_backends()}
+    assert statuses["cpu"].available
+    assert statuses["gpu"].available or statuses["gpu"].reason == "TensorFlow sees no GPU"
+    npu = statuses["npu"]
+    assert npu.available or ("npu_bridge not importable" in npu.reason and "npu_device not importable" in npu.reason)
+    with pytest.raises(FuseLensError, match="unknown backend 'tpu'"):
+        detect("tpu")
