@@ -81,10 +81,6 @@ class SwitchForms:
     autofuse_flags: str  # AUTOFUSE_FLAGS
     fusion_switches: FusionSwitches
 
-    @property
-    def scope_passes_text(self) -> str:
-        return ",".join(self.scope_passes)
-
 
 def switch_forms(passes: Iterable[Mapping[str, object]], enabled: Iterable[str], autofuse_flags: str) -> SwitchForms:
     """The three forms from catalog rows (`id`, `family`, `general`) and the enabled pass ids.

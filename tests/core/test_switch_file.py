@@ -58,4 +58,4 @@ def test_three_switch_forms_from_a_selection():
         "ScopeLayerNormPass": "on", "ScopeInstanceNormPass": "off", "ScopeDecodeBboxV2Pass": "on",
         "ConvBatchnormFusionPass": "off", "AutoFusePass": "on"}
     off = switch_forms(CATALOG, ["ScopeLayerNormPass"], "--enable_autofuse=true")
-    assert off.autofuse_flags == "--enable_autofuse=false" and off.scope_passes_text == ""
+    assert off.autofuse_flags == "--enable_autofuse=false" and off.scope_passes == []
