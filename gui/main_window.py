@@ -125,6 +125,7 @@ class MainWindow(QMainWindow):
         self.pipeline: PipelineResult | None = None
         self.layouts: dict[str, Layout | None] = dict.fromkeys(SIDES)
         self.collapsed: dict[str, frozenset[str]] = dict.fromkeys(SIDES, frozenset())
+        self._fusion_deferred = False
         self._search_hits: list[tuple[str, str]] = []
         self._search_index = -1
 
@@ -242,6 +243,7 @@ class MainWindow(QMainWindow):
 
     def _connect(self) -> None:
         self.workers.busy_changed.connect(self._on_busy)
+        self.before.painted.connect(self._start_deferred_fusion)
         self.selection.changed.connect(self._on_selection)
         self.pass_panel.changed.connect(self._fuse_timer.start)
         self.match_list.item_chosen.connect(lambda item: self.selection.select_item(item))
@@ -268,7 +270,7 @@ class MainWindow(QMainWindow):
 
     def is_idle(self) -> bool:
         """No work running or about to start (tests and benchmarks wait for this)."""
-        return not self.workers.busy() and not self._fuse_timer.isActive()
+        return not self.workers.busy() and not self._fuse_timer.isActive() and not self._fusion_deferred
 
     def graph(self, side: str) -> Graph | None:
         if side == "before":
@@ -329,14 +331,24 @@ class MainWindow(QMainWindow):
         self._remember_recent(spec)
         self.statusBar().showMessage(f"{model.name}: {len(model.graph)} nodes")
         self.model_loaded.emit(model)
+        self._fusion_deferred = True  # the original graph is painted first, then fusion starts
         self.relayout("before")
-        self.run_fusion()
 
     def _error(self, title: str, text: str) -> None:
         self.statusBar().showMessage(text, 10000)
         QMessageBox.critical(self, title, text)
 
     # ---- fusion -------------------------------------------------------------------------------------
+    def _start_deferred_fusion(self) -> None:
+        """Fusion of a newly opened model starts once its original graph is on screen.
+
+        Fusion may import TensorFlow, whose import holds the GIL for long stretches; running it
+        next to the first layout and scene build would delay the first picture by seconds.
+        """
+        if self._fusion_deferred:
+            self._fusion_deferred = False
+            self.run_fusion()
+
     def run_fusion(self) -> None:
         if self.model is None:
             return
@@ -379,7 +391,7 @@ class MainWindow(QMainWindow):
         keep_view = self.layouts[side] is not None and self.layouts[side].collapsed != collapsed
         self.workers.start(f"layout-{side}", f"layout of the {side} graph", task,
                            on_finished=lambda layout: self._on_layout(side, graph, layout, keep_view),
-                           on_error=lambda text: self._error("Layout failed", text),
+                           on_error=self._on_layout_error,
                            on_progress=self.statusBar().showMessage)
 
     def _on_layout(self, side: str, graph: Graph, layout: Layout, keep_view: bool) -> None:
@@ -391,11 +403,17 @@ class MainWindow(QMainWindow):
         pane.describe(graph, layout)
         if layout.notice:
             self.statusBar().showMessage(layout.notice, 10000)
+        if side == "before" and self._fusion_deferred:
+            QTimer.singleShot(500, self._start_deferred_fusion)  # in case the pane is not painted (hidden)
         current = self.selection.current
         pane.view.set_selected(current.before if side == "before" else current.after, centre=False)
         if self.search.text():
             self._on_search_text(self.search.text())
         self.layout_done.emit(side)
+
+    def _on_layout_error(self, text: str) -> None:
+        self._start_deferred_fusion()  # the fused graph is still worth computing
+        self._error("Layout failed", text)
 
     def set_collapsed(self, side: str, scopes: frozenset[str]) -> None:
         self.collapsed[side] = frozenset(scopes)
