@@ -11,13 +11,22 @@ from typing import Any
 from core.errors import FuseLensError
 
 
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, protect: str | None = None) -> Path:
-    """Write via a temp file + rename. `protect` names an input that must not be overwritten."""
+def check_output_path(path: str | os.PathLike[str], *, protect: str | None = None) -> Path:
+    """Refuse an output that is a directory, the input model `protect`, or a file inside it (a SavedModel)."""
     target = Path(path)
-    if protect is not None and Path(protect).exists() and target.exists() and target.samefile(protect):
-        raise FuseLensError(f"{target}: refusing to overwrite the input model; choose another output path")
     if target.is_dir():
         raise FuseLensError(f"{target}: is a directory; give a file name")
+    if protect is not None and Path(protect).exists():
+        guarded = Path(protect).resolve()
+        resolved = target.resolve()
+        if resolved == guarded or guarded in resolved.parents:
+            raise FuseLensError(f"{target}: refusing to overwrite the input model; choose another output path")
+    return target
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, protect: str | None = None) -> Path:
+    """Write via a temp file + rename. `protect` names an input that must not be overwritten."""
+    target = check_output_path(path, protect=protect)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from core.cli import print_json
 from core.cli.pass_args import add_pass_selection_args, selection_from_args
-from core.io import write_bytes_atomic, write_json_atomic
+from core.io import check_output_path, write_bytes_atomic, write_json_atomic
 from core.loaders import load_model
 
 
@@ -50,10 +50,13 @@ def run_fuse(args: argparse.Namespace) -> int:
     from passes.report import build_report, format_report
 
     model = load_model(args.model)
+    protect = model.path if Path(model.path).exists() else None
+    for out in (args.output, args.report):  # refuse before any work or any write
+        if out:
+            check_output_path(out, protect=protect)
     selection = selection_from_args(args)
     pipeline = run_pipeline(model.graph, selection.pass_ids, selection.options)
     report = build_report(pipeline, model=args.model)
-    protect = model.path if Path(model.path).exists() else None
     if args.output:
         write_bytes_atomic(args.output, pipeline.fused.graph_def.SerializeToString(deterministic=True),
                            protect=protect)

@@ -69,6 +69,26 @@ def test_fuse_never_overwrites_its_input(tmp_path, capsys, flag):
     assert model.read_bytes() == before
 
 
+def test_fuse_refuses_before_writing_any_output(tmp_path, capsys):
+    model = tmp_path / "model.pb"
+    shutil.copy(sample_path("conv_bn"), model)
+    out = tmp_path / "fused.pb"
+    assert cli_main(["fuse", str(model), "-o", str(out), "--report", str(model)]) == 2
+    assert "refusing to overwrite the input model" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_output_inside_an_input_savedmodel_is_refused(tmp_path):
+    from core.errors import FuseLensError
+    from core.io import check_output_path
+
+    saved = tmp_path / "saved"
+    (saved / "variables").mkdir(parents=True)
+    with pytest.raises(FuseLensError, match="refusing to overwrite the input model"):
+        check_output_path(saved / "saved_model.pb", protect=str(saved))
+    assert check_output_path(tmp_path / "other.pb", protect=str(saved)) == tmp_path / "other.pb"
+
+
 def test_unknown_pass_is_a_one_line_error(capsys):
     assert cli_main(["fuse", "conv_bn", "--enable", "NoSuchPass"]) == 2
     err = capsys.readouterr().err

@@ -35,7 +35,8 @@ def test_reference_sample_fuses_into_one_kernel_named_like_the_toolchain(fused_s
     assert [n.name for n in calls] == [kernel]
     (call,) = calls
     assert call.attr[FUSED_OP_TYPE_ATTR].s == b"AscBackend" and call.attr[XLA_MUST_COMPILE_ATTR].b
-    assert set(fused.op_histogram()) == {"Placeholder", call.op}  # every fused op (and the axis Const) is inside
+    assert set(fused.op_histogram()) == {"Placeholder", "AscBackend"}  # every fused op (and the axis Const) is inside
+    assert {n.op for n in fused} == {"Placeholder", call.op}
     assert [m.details["kernel"] for m in result.matches] == [kernel]
 
 
