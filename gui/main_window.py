@@ -41,6 +41,7 @@ from gui.graph_view import DIFF_COLOURS, GraphView
 from gui.match_list import MatchList
 from gui.pass_panel import PassPanel
 from gui.properties import FusedBodyDialog, PropertiesPanel
+from gui.run_panel import install_run_panel
 from gui.selection import Selection, SelectionModel
 from gui.workers import WorkerPool
 from passes.fused import FUSION_PASS_ATTR
@@ -140,6 +141,7 @@ class MainWindow(QMainWindow):
         self._fuse_timer = QTimer(self, singleShot=True, interval=150)  # several quick toggles, one run
         self._fuse_timer.timeout.connect(self.run_fusion)
         self._connect()
+        self.run_panel = install_run_panel(self)  # the Run & profile dock, Run menu and toolbar action
 
     # ---- construction ---------------------------------------------------------------------------
     def _build_central(self) -> None:
@@ -254,6 +256,7 @@ class MainWindow(QMainWindow):
             view.background_clicked.connect(self.selection.clear)
             view.node_activated.connect(lambda key, s=side: self._on_activated(s, key))
             view.collapse_requested.connect(lambda scopes, s=side: self.set_collapsed(s, scopes))
+            view.built.connect(lambda s=side: self._on_built(s))
 
     # ---- public API for other panels --------------------------------------------------------------
     def add_bottom_dock(self, widget: QWidget, title: str) -> QDockWidget:
@@ -270,7 +273,8 @@ class MainWindow(QMainWindow):
 
     def is_idle(self) -> bool:
         """No work running or about to start (tests and benchmarks wait for this)."""
-        return not self.workers.busy() and not self._fuse_timer.isActive() and not self._fusion_deferred
+        return (not self.workers.busy() and not self._fuse_timer.isActive() and not self._fusion_deferred
+                and not self.before.building and not self.after.building)
 
     def graph(self, side: str) -> Graph | None:
         if side == "before":
@@ -403,12 +407,17 @@ class MainWindow(QMainWindow):
         pane.describe(graph, layout)
         if layout.notice:
             self.statusBar().showMessage(layout.notice, 10000)
-        if side == "before" and self._fusion_deferred:
-            QTimer.singleShot(500, self._start_deferred_fusion)  # in case the pane is not painted (hidden)
+
+    def _on_built(self, side: str) -> None:
+        """A pane's new scene is complete: re-apply diff, selection and search hits, then announce it."""
+        view = self.panes[side].view
+        self._apply_diff(side)  # fusion may have finished while the scene was being built
         current = self.selection.current
-        pane.view.set_selected(current.before if side == "before" else current.after, centre=False)
+        view.set_selected(current.before if side == "before" else current.after, centre=False)
         if self.search.text():
             self._on_search_text(self.search.text())
+        if side == "before" and self._fusion_deferred:
+            QTimer.singleShot(500, self._start_deferred_fusion)  # in case the pane is not painted (hidden)
         self.layout_done.emit(side)
 
     def _on_layout_error(self, text: str) -> None:

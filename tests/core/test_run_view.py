@@ -3,6 +3,8 @@ shapes, profile import onto the right graph, the NPU bundle, and the backend pro
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from core import proto
@@ -79,7 +81,7 @@ def test_timeline_lanes_never_overlap_within_a_lane():
     assert lanes == [0, 1, 0, 2, 0]
     for lane in set(lanes):
         spans = sorted((e.start_us, e.start_us + e.dur_us) for e, ln in zip(events, lanes) if ln == lane)
-        assert all(end <= next_start for (_, end), (next_start, _) in zip(spans, spans[1:]))
+        assert all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(spans))
 
 
 def test_names_and_figures():

@@ -1,0 +1,485 @@
+"""The "Run & profile" dock: compile and run both graphs, show the results, import NPU profiles, export.
+
+A run goes through core.runtime (a child process that TensorFlow may crash without harming the
+window); the panel starts it from a worker of the window's pool, so the status bar's Cancel
+stops it too. Results (a run, or an imported op_summary / PROF_* folder / run file) fill the
+summary cards, the bar charts, the timeline, the kernel table and the heat overlay.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction, QKeySequence, QStandardItemModel
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QTabWidget,
+    QToolBar,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.errors import FuseLensError
+from core.runtime import Progress, RunHandle, RunRequest, RunResult, start_run
+from core.runtime.backend_probe import probe_backends
+from core.runtime.backends import BackendStatus
+from core.runtime.npu_bundle import write_npu_bundle
+from core.runtime.npu_script import MODES
+from core.runtime.profile_import import import_run_file
+from core.runtime.run_view import open_inputs, parse_input_shapes
+from core.runtime.switch_file import SwitchForms, switch_forms
+from core.runtime.trace import write_chrome_trace, write_kernel_csv
+from gui.charts import KernelCharts, SummaryCards, Timeline
+from gui.heat import HeatLegend, HeatOverlay
+from gui.kernel_table import KernelTable
+from gui.workers import Worker
+from passes.registry import Cancelled, catalog
+
+BACKEND_TITLES = {"cpu": "CPU", "gpu": "GPU", "npu": "Ascend NPU"}
+DEFAULT_STEPS = 20
+DEFAULT_WARMUP = 3
+DEFAULT_TOP_N = 12
+DOCK_TITLE = "Run and profile"
+PROFILE_FILTER = "Profiles (op_summary_*.csv op_statistic_*.csv *.csv *.json);;All files (*)"
+
+
+class _BackendProbe:
+    """Backend availability, asked once per process of a child (it imports TensorFlow) off the GUI thread."""
+
+    def __init__(self) -> None:
+        self.statuses: list[BackendStatus] | None = None
+        self._waiting: list[Callable[[list[BackendStatus]], None]] = []
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def request(self, deliver: Callable[[list[BackendStatus]], None]) -> None:
+        """`deliver(statuses)` now if known, else from the probe's thread when it finishes."""
+        with self._lock:
+            if self.statuses is None:
+                self._waiting.append(deliver)
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._probe, name="fuselens-backends", daemon=True)
+                    self._thread.start()
+                return
+        deliver(self.statuses)
+
+    def _probe(self) -> None:
+        statuses = probe_backends()
+        with self._lock:
+            self.statuses, waiting, self._waiting = statuses, self._waiting, []
+        for deliver in waiting:
+            with contextlib.suppress(RuntimeError):  # its panel was closed meanwhile
+                deliver(statuses)
+
+
+BACKEND_PROBE = _BackendProbe()
+
+
+class RunPanel(QWidget):
+    run_progress = Signal(object)  # Progress, emitted from the run's thread
+    backends_known = Signal(object)  # list[BackendStatus], emitted from the probe's thread
+    result_shown = Signal(object)  # RunResult | None
+    run_failed = Signal(str)
+
+    def __init__(self, window: Any):
+        super().__init__(window)
+        self.window = window
+        self.result: RunResult | None = None
+        self.handle: RunHandle | None = None
+        self.timeout_s: float | None = 600.0
+        self._running = False
+        self._worker: Worker | None = None
+        self._build_controls()
+        self._build_results()
+        self.heat = HeatOverlay(window, self.heat_legend)
+        self.heat.set_enabled(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 2, 4, 2)
+        layout.setSpacing(4)
+        layout.addLayout(self.controls)
+        layout.addWidget(self.results, 1)
+        self._connect()
+        self._on_model_loaded(None)
+        self.show_result(None)
+        BACKEND_PROBE.request(self.backends_known.emit)
+
+    # ---- construction ---------------------------------------------------------------------------
+    def _build_controls(self) -> None:
+        self.backend = QComboBox(self)
+        for name, title in BACKEND_TITLES.items():
+            self.backend.addItem(title, name)
+        self.set_backends([BackendStatus(n, n == "cpu", "checking…" if n != "cpu" else "TensorFlow on the host")
+                           for n in BACKEND_TITLES])
+        self.steps = self._spin(1, 100000, DEFAULT_STEPS, "timed steps per graph (kernel statistics over these)")
+        self.warmup = self._spin(0, 10000, DEFAULT_WARMUP, "untimed steps first (XLA compiles in the first one)")
+        self.shapes = QLineEdit(self)
+        self.shapes.setMinimumWidth(180)
+        self.shapes.setToolTip("Shapes for inputs with unknown dimensions: NAME=D1,D2,...; separated by ';'")
+        self.run_button = QPushButton("Compile and run", self)
+        self.run_button.setToolTip("Run the original and the fused graph in a child process (Ctrl+R)")
+        self.run_button.setStyleSheet("font-weight: 600;")
+        self.cancel_button = QPushButton("Cancel", self)
+        self.progress = QProgressBar(self)
+        self.progress.setFixedWidth(140)
+        self.progress.setFormat("%v/%m")
+        self.progress_label = QLabel("", self)
+        self.progress_label.setMinimumWidth(160)
+        self.top_n = self._spin(3, 200, DEFAULT_TOP_N, "how many kernels the bar charts show (slowest first)")
+        self.heat_box = QCheckBox("Heat overlay", self)
+        self.heat_box.setToolTip("Colour the graph nodes by their kernel time per step")
+        self.heat_legend = HeatLegend(self)
+        self.import_button = QPushButton("Import profile…", self)
+        self.import_button.setToolTip("An msprof op_summary_*.csv / op_statistic_*.csv, or a FuseLens run file "
+                                      "(.json); Run menu: a PROF_* folder")
+        self.export_button = QToolButton(self)
+        self.export_button.setText("Export")
+        self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        row = QHBoxLayout()
+        row.setSpacing(6)
+        for label, widget in (("Backend", self.backend), ("Steps", self.steps), ("Warm-up", self.warmup),
+                              ("Input shapes", self.shapes)):
+            row.addWidget(QLabel(label, self))
+            row.addWidget(widget)
+        for widget in (self.run_button, self.cancel_button, self.progress, self.progress_label):
+            row.addWidget(widget)
+        row.addStretch(1)
+        row.addWidget(self.import_button)
+        row.addWidget(self.export_button)
+        self.controls = row
+
+    def _spin(self, low: int, high: int, value: int, tip: str) -> QSpinBox:
+        spin = QSpinBox(self)
+        spin.setRange(low, high)
+        spin.setValue(value)
+        spin.setToolTip(tip)
+        return spin
+
+    def _build_results(self) -> None:
+        self.cards = SummaryCards(self)
+        self.charts = KernelCharts(self)
+        self.timeline = Timeline(self)
+        self.table = KernelTable(self)
+        self.tabs = QTabWidget(self)
+        self.tabs.addTab(self.charts, "Kernels before / after")
+        self.tabs.addTab(self.timeline, "Timeline (one step)")
+        self.tabs.addTab(self.table, "Kernel table")
+        corner = QWidget(self)
+        corner_row = QHBoxLayout(corner)
+        corner_row.setContentsMargins(0, 0, 4, 0)
+        for widget in (self.heat_legend, self.heat_box, QLabel("Top", self), self.top_n):
+            corner_row.addWidget(widget)
+        self.tabs.setCornerWidget(corner)
+        self.results = QWidget(self)
+        layout = QVBoxLayout(self.results)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
+        layout.addWidget(self.cards)
+        layout.addWidget(self.tabs, 1)
+
+    def _connect(self) -> None:
+        self.run_button.clicked.connect(self.start_run)
+        self.cancel_button.clicked.connect(self.cancel_run)
+        self.import_button.clicked.connect(self.import_file_dialog)
+        self.run_progress.connect(self._on_progress)
+        self.backends_known.connect(self.set_backends)
+        self.top_n.valueChanged.connect(lambda _n: self.charts.set_result(self.result, self.top_n.value()))
+        self.heat_box.toggled.connect(self.heat.set_enabled)
+        for view in (self.charts, self.timeline, self.table):
+            view.kernel_clicked.connect(self.select_kernel)
+        self.window.selection.changed.connect(self._on_selection)
+        self.window.model_loaded.connect(self._on_model_loaded)
+
+    # ---- backends ---------------------------------------------------------------------------------
+    def set_backends(self, statuses: list[BackendStatus]) -> None:
+        """Unavailable backends are greyed out with the reason as their tooltip."""
+        model = self.backend.model()
+        assert isinstance(model, QStandardItemModel)
+        for status in statuses:
+            row = self.backend.findData(status.name)
+            item = model.item(row)
+            item.setEnabled(status.available)
+            item.setToolTip(status.reason if status.available else f"not available: {status.reason}")
+        if not model.item(self.backend.currentIndex()).isEnabled():
+            self.backend.setCurrentIndex(self.backend.findData("cpu"))
+
+    def backend_status(self, name: str) -> tuple[bool, str]:
+        item = self.backend.model().item(self.backend.findData(name))
+        return item.isEnabled(), item.toolTip()
+
+    # ---- running ----------------------------------------------------------------------------------
+    def running(self) -> bool:
+        return self._running
+
+    def build_request(self) -> RunRequest:
+        window = self.window
+        if window.model is None or window.pipeline is None:
+            raise FuseLensError("open a model first (and let the passes run): there is nothing to run yet")
+        pipeline = window.pipeline
+        backend = self.backend.currentData()
+        return RunRequest(
+            original=window.model.graph, fused=pipeline.fused, model=window.model.name,
+            pass_ids=window.pass_panel.pass_ids(), backend=backend, steps=self.steps.value(),
+            warmup=self.warmup.value(), input_shapes=parse_input_shapes(self.shapes.text()), timeout=self.timeout_s,
+            switches=self.switch_forms() if backend == "npu" else None,
+            original_to_final=pipeline.provenance.original_to_final() if pipeline.provenance else None)
+
+    def switch_forms(self) -> SwitchForms:
+        """The pass panel's switches in the NPU toolchain's three forms."""
+        rows = [{"id": c.id, "family": c.family, "general": c.general} for c in catalog()]
+        return switch_forms(rows, self.window.pass_panel.pass_ids(), self.window.pass_panel.autofuse_flags())
+
+    def start_run(self) -> None:
+        """Compile and run both graphs; a problem shows as an error message, the window stays."""
+        if self._running:
+            return
+        try:
+            request = self.build_request()
+        except FuseLensError as e:
+            self._failed(str(e))
+            return
+
+        def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> RunResult:
+            self.handle = handle = start_run(request, self.run_progress.emit)
+            while True:
+                if cancelled():
+                    handle.cancel()
+                try:
+                    return handle.result(timeout=0.1)
+                except TimeoutError:
+                    continue
+                except FuseLensError:
+                    if cancelled():
+                        raise Cancelled() from None
+                    raise
+
+        self._set_running(True)
+        self.progress_label.setText(f"starting ({request.backend})…")
+        self._worker = self.window.workers.start("run", "the run", task, on_finished=self._on_finished,
+                                                 on_error=self._failed)
+        self._worker.signals.cancelled.connect(self._on_cancelled)
+
+    def cancel_run(self) -> None:
+        """Stop the run: its child process is killed."""
+        if self._worker is not None and self._running:
+            self._worker.cancel()
+
+    def _set_running(self, running: bool) -> None:
+        self._running = running
+        self.run_button.setEnabled(not running)
+        self.cancel_button.setEnabled(running)
+        self.progress.setVisible(running)
+        if running:
+            self.progress.setRange(0, 0)
+
+    def _on_progress(self, progress: Progress) -> None:
+        if not self._running:
+            return
+        if progress.total:
+            self.progress.setRange(0, progress.total)
+            self.progress.setValue(progress.step)
+        else:
+            self.progress.setRange(0, 0)
+        self.progress_label.setText(str(progress))
+        self.window.statusBar().showMessage(f"Run: {progress}")
+
+    def _on_finished(self, result: RunResult) -> None:
+        self._set_running(False)
+        self.progress_label.setText(f"done in {result.seconds:.1f} s")
+        self.window.statusBar().showMessage(f"Run finished in {result.seconds:.1f} s", 10000)
+        self.show_result(result)
+
+    def _on_cancelled(self) -> None:
+        self._set_running(False)
+        self.progress_label.setText("cancelled")
+        self.window.statusBar().showMessage("Run cancelled; its child process was stopped", 5000)
+
+    def _failed(self, text: str) -> None:
+        self._set_running(False)
+        self.progress_label.setText("failed")
+        self.progress_label.setToolTip(text)
+        self.window.statusBar().showMessage(text, 10000)
+        self.run_failed.emit(text)
+        QMessageBox.critical(self.window, "Run failed", text)
+
+    # ---- results ----------------------------------------------------------------------------------
+    def show_result(self, result: RunResult | None) -> None:
+        self.result = result
+        self.cards.set_result(result)
+        self.charts.set_result(result, self.top_n.value())
+        self.timeline.set_result(result)
+        self.table.set_result(result)
+        self.heat.set_result(result)
+        self._on_selection(self.window.selection.current)
+        for action in getattr(self, "result_actions", ()):
+            action.setEnabled(result is not None)
+        self.result_shown.emit(result)
+
+    def select_kernel(self, side: str, kernel: Any) -> None:
+        """A bar, block or row was clicked: its graph node becomes the shared selection."""
+        if kernel.node is None:
+            self.window.statusBar().showMessage(f"kernel {kernel.kernel} is not mapped to a graph node", 5000)
+            return
+        if side == "before":
+            self.window.selection.select_original([kernel.node], origin="kernels")
+        else:
+            self.window.selection.select_fused([kernel.node], origin="kernels")
+
+    def _on_selection(self, selection: Any) -> None:
+        self.charts.highlight(selection.before, selection.after)
+        self.table.highlight(selection.before, selection.after)
+
+    def _on_model_loaded(self, model: Any) -> None:
+        """A new model: the old results are of other graphs; offer shapes for its open input dims."""
+        if model is not None:
+            self.show_result(None)
+        offered = open_inputs(model.graph) if model is not None else {}
+        self.shapes.setText("; ".join(f"{name}={dims}" for name, dims in offered.items()))
+        self.shapes.setEnabled(bool(offered))
+        self.shapes.setPlaceholderText("all input shapes are known" if model is not None else "")
+
+    # ---- import and export ------------------------------------------------------------------------
+    def import_profile(self, path: str) -> None:
+        """An op_summary / op_statistic CSV, a PROF_* folder or a run file, mapped to the open graphs."""
+        original, fused = self.window.graph("before"), self.window.graph("after")
+        self.window.workers.start("import", f"importing {path}",
+                                  lambda progress, cancelled: import_run_file(path, original, fused),
+                                  on_finished=self._on_imported, on_error=self._import_failed)
+
+    def _on_imported(self, result: RunResult) -> None:
+        self.show_result(result)
+        mapped = sum(k.node is not None for run in result.graphs.values() for k in run.kernels)
+        total = sum(len(run.kernels) for run in result.graphs.values())
+        self.window.statusBar().showMessage(f"Imported {result.model}: {total} kernels, {mapped} mapped to "
+                                            f"graph nodes ({', '.join(result.graphs)})", 10000)
+
+    def _import_failed(self, text: str) -> None:
+        self.window.statusBar().showMessage(text, 10000)
+        QMessageBox.critical(self.window, "Import failed", text)
+
+    def export_chrome_trace(self, path: str) -> Path:
+        return write_chrome_trace(self._need_result(), path)
+
+    def export_kernel_csv(self, path: str) -> Path:
+        return write_kernel_csv(self._need_result(), path)
+
+    def save_run(self, path: str) -> Path:
+        return self._need_result().save(path)
+
+    def export_charts_png(self, path: str) -> Path:
+        """The cards and the chart on show, as one image."""
+        if not self.results.grab().save(path):
+            raise FuseLensError(f"{path}: cannot write the image")
+        return Path(path)
+
+    def export_npu_script(self, path: str, mode: str = "tf1") -> list[Path]:
+        window = self.window
+        if window.model is None or window.pipeline is None:
+            raise FuseLensError("open a model first: the NPU script runs its original and fused graphs")
+        pipeline = window.pipeline
+        protect = window.model.path if Path(window.model.path).exists() else None
+        return write_npu_bundle(
+            path, model=window.model.name, original=window.model.graph, fused=pipeline.fused,
+            forms=self.switch_forms(), input_shapes=parse_input_shapes(self.shapes.text()), mode=mode,
+            original_to_final=pipeline.provenance.original_to_final() if pipeline.provenance else None,
+            steps=self.steps.value(), warmup=self.warmup.value(), protect=protect)
+
+    def _need_result(self) -> RunResult:
+        if self.result is None:
+            raise FuseLensError("no run results yet: compile and run, or import a profile")
+        return self.result
+
+    def _guarded(self, title: str, action: Callable[[], Any]) -> None:
+        try:
+            action()
+        except (FuseLensError, OSError) as e:
+            self.window.statusBar().showMessage(str(e), 10000)
+            QMessageBox.critical(self.window, title, str(e))
+
+    def import_file_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Import a profile or run file", "", PROFILE_FILTER)
+        if path:
+            self.import_profile(path)
+
+    def import_folder_dialog(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Import a PROF_* folder (or one with original/ and fused/)")
+        if path:
+            self.import_profile(path)
+
+    def _save_dialog(self, title: str, name: str, file_filter: str, write: Callable[[str], Any]) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, title, name, file_filter)
+        if path:
+            self._guarded(f"{title} failed", lambda: write(path))
+
+    def npu_script_dialog(self) -> None:
+        mode, ok = QInputDialog.getItem(self, "NPU run script", "Ascend software stack:",
+                                        [f"{m}: {title}" for m, title in MODES.items()], 0, False)
+        if ok:
+            self._save_dialog("Export NPU run script", "run_on_npu.py", "Python (*.py)",
+                              lambda path: self.export_npu_script(path, mode.split(":")[0]))
+
+    def build_actions(self) -> list[QAction | None]:
+        """The Run menu (None: a separator); actions that need a result follow whether one is shown."""
+        def action(text: str, handler: Callable[[], Any], shortcut: str | None = None) -> QAction:
+            item = QAction(text, self.window)
+            item.triggered.connect(handler)
+            if shortcut:
+                item.setShortcut(QKeySequence(shortcut))
+            return item
+
+        self.run_action = action("Compile and run", self.start_run, "Ctrl+R")
+        self.cancel_action = action("Cancel run", self.cancel_run)
+        self.heat_action = action("Heat overlay", lambda: self.heat_box.setChecked(self.heat_action.isChecked()))
+        self.heat_action.setCheckable(True)
+        self.heat_box.toggled.connect(self.heat_action.setChecked)
+        self.result_actions = [
+            action("Save run file (JSON)…", lambda: self._save_dialog("Save run", "run.json", "JSON (*.json)",
+                                                                     self.save_run)),
+            action("Export Chrome trace…", lambda: self._save_dialog("Export Chrome trace", "trace.json",
+                                                                    "Chrome trace (*.json)", self.export_chrome_trace)),
+            action("Export kernel table (CSV)…", lambda: self._save_dialog("Export kernel table", "kernels.csv",
+                                                                          "CSV (*.csv)", self.export_kernel_csv)),
+            action("Export charts (PNG)…", lambda: self._save_dialog("Export charts", "charts.png", "PNG (*.png)",
+                                                                    self.export_charts_png)),
+        ]
+        for item in self.result_actions:
+            item.setEnabled(self.result is not None)
+        imports = [action("Import profile file…", self.import_file_dialog),
+                   action("Import PROF_* folder…", self.import_folder_dialog)]
+        npu = action("Export NPU run script…", self.npu_script_dialog)
+        self.export_button.addActions([*self.result_actions, npu])
+        return [self.run_action, self.cancel_action, None, *imports, None, *self.result_actions, npu, None,
+                self.heat_action]
+
+
+def install_run_panel(window: Any) -> RunPanel:
+    """Add the run panel as a bottom dock, a Run menu, and Compile and run on the toolbar."""
+    panel = RunPanel(window)
+    dock = window.add_bottom_dock(panel, DOCK_TITLE)
+    menu = window.menuBar().addMenu("&Run")
+    for action in panel.build_actions():
+        if action is None:
+            menu.addSeparator()
+        else:
+            menu.addAction(action)
+    toolbar = window.findChild(QToolBar, "main-toolbar")
+    if toolbar is not None:
+        toolbar.addSeparator()
+        toolbar.addAction(panel.run_action)
+    window.resizeDocks([dock], [430], Qt.Orientation.Vertical)
+    return panel

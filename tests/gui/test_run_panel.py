@@ -1,0 +1,141 @@
+"""The run panel: a real run of abs_relu_exp from the window, cancel (the child is killed), a failing
+run (an error, the window lives on), the backend chooser, an op_summary import mapped to the fused
+node, and the NPU script export. Each real run starts a child that imports TensorFlow (~5 s)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from PySide6.QtCore import Qt
+
+from core.runtime.backends import BackendStatus
+from gui.run_panel import BACKEND_PROBE, DOCK_TITLE
+from tests.core.test_run_view import write_op_summary
+from tests.gui.helpers import open_and_wait
+
+SAMPLE = "abs_relu_exp"
+FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
+RUN_MS = 120000
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture
+def panel(qtbot, window):
+    open_and_wait(qtbot, window, SAMPLE)
+    return window.run_panel
+
+
+def test_the_dock_menu_and_toolbar_are_there(window):
+    panel = window.run_panel
+    dock = panel.parentWidget()
+    assert dock.windowTitle() == DOCK_TITLE and window.dockWidgetArea(dock) == Qt.DockWidgetArea.BottomDockWidgetArea
+    menus = {a.text(): a.menu() for a in window.menuBar().actions()}
+    texts = [a.text() for a in menus["&Run"].actions() if a.text()]
+    for wanted in ("Compile and run", "Cancel run", "Import profile file…", "Import PROF_* folder…",
+                   "Export Chrome trace…", "Export charts (PNG)…", "Export NPU run script…", "Heat overlay"):
+        assert wanted in texts
+    assert not panel.result_actions[0].isEnabled()  # nothing to export before a run
+
+
+def test_run_on_cpu_shows_the_fused_kernel_after_and_elementwise_kernels_before(qtbot, panel):
+    panel.steps.setValue(3)
+    panel.warmup.setValue(1)
+    seen = []
+    panel.run_progress.connect(seen.append)
+    qtbot.mouseClick(panel.run_button, Qt.MouseButton.LeftButton)
+    assert panel.running() and not panel.run_button.isEnabled() and panel.cancel_button.isEnabled()
+    qtbot.waitUntil(lambda: not panel.running(), timeout=RUN_MS)
+    assert panel.result is not None and panel.result.backend == "cpu" and panel.result.steps == 3
+    after = panel.charts.shown_kernels("after")
+    assert [(k.kernel, k.node, k.pass_id) for k in after] == [(FUSED, FUSED, "AutoFusePass")]
+    before = panel.charts.shown_kernels("before")
+    assert {k.op_type for k in before} <= {"Abs", "Relu", "Exp", "_UnaryOpsComposition"} and len(before) >= 2
+    assert panel.result.allclose is True
+    phases = {(p.graph, p.phase) for p in seen}
+    assert {("original", "run"), ("fused", "run")} <= phases  # progress names the graph and the step
+    assert any(p.total == 3 and p.step == 3 for p in seen)
+    assert panel.progress_label.text().startswith("done") and panel.result_actions[0].isEnabled()
+
+
+def test_cancel_kills_the_child_and_the_panel_is_ready_again(qtbot, panel):
+    panel.steps.setValue(100000)
+    panel.start_run()
+    qtbot.waitUntil(lambda: panel.handle is not None and panel.handle.pid is not None, timeout=RUN_MS)
+    pid = panel.handle.pid
+    qtbot.mouseClick(panel.cancel_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not panel.running(), timeout=RUN_MS)
+    assert not alive(pid)
+    assert panel.progress_label.text() == "cancelled" and panel.run_button.isEnabled()
+    assert panel.result is None and panel.window.is_idle()
+
+
+def test_a_failing_run_shows_an_error_and_the_window_stays(qtbot, panel, dialogs):
+    panel.timeout_s = 0.5  # the child cannot even import TensorFlow in that time
+    failures = []
+    panel.run_failed.connect(failures.append)
+    panel.start_run()
+    qtbot.waitUntil(lambda: not panel.running(), timeout=RUN_MS)
+    assert failures and "timed out" in failures[0]
+    assert ("critical", "Run failed", failures[0]) in dialogs
+    assert panel.window.isVisible() and panel.run_button.isEnabled() and panel.progress_label.text() == "failed"
+    panel.shapes.setText("data1=oops")  # bad input fails before any process starts
+    panel.start_run()
+    assert not panel.running() and "NAME=D1,D2" in dialogs[-1][2]
+
+
+def test_running_without_a_model_says_so(window, dialogs):
+    window.run_panel.start_run()
+    assert dialogs and dialogs[-1][1] == "Run failed" and "open a model first" in dialogs[-1][2]
+
+
+def test_backend_chooser_disables_what_is_missing_with_the_reason(qtbot, window):
+    panel = window.run_panel
+    panel.set_backends([BackendStatus("cpu", True, "TensorFlow on the host"),
+                        BackendStatus("gpu", False, "TensorFlow sees no GPU"),
+                        BackendStatus("npu", True, "npu_bridge imports")])
+    assert panel.backend_status("gpu") == (False, "not available: TensorFlow sees no GPU")
+    assert panel.backend_status("npu") == (True, "npu_bridge imports")
+    panel.backend.setCurrentIndex(panel.backend.findData("gpu"))
+    panel.set_backends([BackendStatus("gpu", False, "TensorFlow sees no GPU")])
+    assert panel.backend.currentData() == "cpu"  # a chosen backend that went away falls back to CPU
+    qtbot.waitUntil(lambda: BACKEND_PROBE.statuses is not None, timeout=RUN_MS)  # the real check, in a child
+    fresh = type(panel)(window)
+    real = {s.name: s for s in BACKEND_PROBE.statuses}
+    for name, status in real.items():
+        assert fresh.backend_status(name)[0] == status.available and status.reason in fresh.backend_status(name)[1]
+
+
+def test_imported_op_summary_is_charted_on_the_fused_graph(qtbot, panel, tmp_path):
+    path = tmp_path / "op_summary_0_1_1.csv"
+    write_op_summary(path, [("trans_Cast_0", "Cast", 2.0), (FUSED, "AscBackend", 4.25)], steps=5)
+    panel.import_profile(str(path))
+    qtbot.waitUntil(lambda: panel.result is not None)
+    assert panel.charts.shown_kernels("before") == []
+    after = {k.kernel: k for k in panel.charts.shown_kernels("after")}
+    assert (after[FUSED].node, after[FUSED].count, after[FUSED].mean_us) == (FUSED, 5, 4.25)
+    assert after["trans_Cast_0"].node is None
+    panel.select_kernel("after", after[FUSED])
+    assert panel.window.selection.current.after == {FUSED}
+    assert "2 kernels, 1 mapped" in panel.window.statusBar().currentMessage()
+
+
+def test_a_bad_profile_is_an_error_not_a_crash(qtbot, panel, tmp_path, dialogs):
+    path = tmp_path / "op_summary_0_1_1.csv"
+    path.write_text("not,a,profile\n1,2,3\n")
+    panel.import_profile(str(path))
+    qtbot.waitUntil(lambda: bool(dialogs))
+    assert dialogs[-1][1] == "Import failed" and str(path) in dialogs[-1][2] and panel.result is None
+
+
+def test_npu_script_export_writes_script_and_graphs(panel, tmp_path):
+    paths = panel.export_npu_script(str(tmp_path / "run_on_npu.py"))
+    assert [p.name for p in paths] == ["run_on_npu_original.pb", "run_on_npu_fused.pb", "run_on_npu.py"]
+    assert "AUTOFUSE_FLAGS = '--enable_autofuse=true" in paths[-1].read_text()
