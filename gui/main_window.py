@@ -256,7 +256,6 @@ class MainWindow(QMainWindow):
             view.background_clicked.connect(self.selection.clear)
             view.node_activated.connect(lambda key, s=side: self._on_activated(s, key))
             view.collapse_requested.connect(lambda scopes, s=side: self.set_collapsed(s, scopes))
-            view.built.connect(lambda s=side: self._on_built(s))
 
     # ---- public API for other panels --------------------------------------------------------------
     def add_bottom_dock(self, widget: QWidget, title: str) -> QDockWidget:
@@ -273,8 +272,7 @@ class MainWindow(QMainWindow):
 
     def is_idle(self) -> bool:
         """No work running or about to start (tests and benchmarks wait for this)."""
-        return (not self.workers.busy() and not self._fuse_timer.isActive() and not self._fusion_deferred
-                and not self.before.building and not self.after.building)
+        return not self.workers.busy() and not self._fuse_timer.isActive() and not self._fusion_deferred
 
     def graph(self, side: str) -> Graph | None:
         if side == "before":
@@ -407,17 +405,12 @@ class MainWindow(QMainWindow):
         pane.describe(graph, layout)
         if layout.notice:
             self.statusBar().showMessage(layout.notice, 10000)
-
-    def _on_built(self, side: str) -> None:
-        """A pane's new scene is complete: re-apply diff, selection and search hits, then announce it."""
-        view = self.panes[side].view
-        self._apply_diff(side)  # fusion may have finished while the scene was being built
-        current = self.selection.current
-        view.set_selected(current.before if side == "before" else current.after, centre=False)
-        if self.search.text():
-            self._on_search_text(self.search.text())
         if side == "before" and self._fusion_deferred:
             QTimer.singleShot(500, self._start_deferred_fusion)  # in case the pane is not painted (hidden)
+        current = self.selection.current
+        pane.view.set_selected(current.before if side == "before" else current.after, centre=False)
+        if self.search.text():
+            self._on_search_text(self.search.text())
         self.layout_done.emit(side)
 
     def _on_layout_error(self, text: str) -> None:
