@@ -132,9 +132,10 @@ def summary_cards(result: RunResult) -> list[Card]:
 
 def common_scope(names: Iterable[str]) -> str:
     """The name scope all scoped names share (`mobilenetv2_1.00_224_1/`), '' if none: charts leave it
-    out. Top-level names (`autofuse_pointwise_0_Abs_Relu_Exp`) do not count."""
+    out. Top-level names (`autofuse_pointwise_0_Abs_Relu_Exp`) do not count, and one scoped name
+    has no scope to share (`relu_0/unary_ops_composition` keeps its `relu_0/`)."""
     split = [name.split("/")[:-1] for name in names if "/" in name]
-    if not split:
+    if len(split) < 2:
         return ""
     shared = []
     for parts in zip(*split):

@@ -90,6 +90,7 @@ def test_names_and_figures():
     names = ["model/block_1/conv", "model/block_2/conv", FUSED]
     assert common_scope(names) == "model/"
     assert common_scope(["a/b", "c/d"]) == "" and common_scope([FUSED]) == ""
+    assert common_scope(["relu_0/unary_ops_composition", "exp_0"]) == ""
     assert short_name("model/block_1/conv", 40, "model/") == "block_1/conv"
     assert short_name("x" * 50, 10) == "…" + "x" * 9
 
