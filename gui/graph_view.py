@@ -8,9 +8,10 @@ passes: the window hands it a layout, a diff status per node and the names to li
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Iterable
 
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QAction,
     QColor,
@@ -38,6 +39,7 @@ SELECTED = QColor("#1a73e8")
 SEARCH_HIT = QColor("#ff6d00")
 LABEL_LOD = 0.45  # below this zoom a label is unreadable: draw boxes only
 EDGE_LABEL_LOD = 0.8
+BUILD_SLICE_S = 0.015  # GUI-thread time per slice of scene items
 READABLE_ZOOM = 0.85  # the first view of a big graph: labels and shapes legible
 
 
@@ -194,7 +196,8 @@ class GraphView(QGraphicsView):
     node_activated = Signal(str)  # double click: expand a scope box or open a fused node's body
     collapse_requested = Signal(object)  # the wanted collapsed-scope set (frozenset[str])
     background_clicked = Signal()
-    painted = Signal()  # the first paint after a new layout: every node of it is on screen
+    built = Signal()  # every item of the new layout is in the scene
+    painted = Signal()  # the first paint after a new layout is built
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -210,6 +213,8 @@ class GraphView(QGraphicsView):
         self.items_by_key: dict[str, NodeItem] = {}
         self.selected_keys: set[str] = set()
         self.hit_keys: list[str] = []
+        self.building = False  # items of a new layout are still being added
+        self._build_generation = 0
         self._paint_pending = False
         self._press: QPointF | None = None
         for keys, handler in ((QKeySequence.StandardKey.ZoomIn, lambda: self.zoom(1.25)),
@@ -225,30 +230,54 @@ class GraphView(QGraphicsView):
     # ---- content --------------------------------------------------------------------------------
     def show_layout(self, layout: Layout, status: Callable[[str], str] | None = None, *,
                     keep_view: bool = False) -> None:
-        """Replace the drawing; `status(key)` gives each box's diff status (removed/new/modified)."""
+        """Replace the drawing; `status(key)` gives each box's diff status (removed/new/modified).
+
+        Items are added in slices of about BUILD_SLICE_S, between which the event loop runs, so
+        a large graph never freezes the window; `built` is emitted when the last slice is in.
+        """
         scene = self.scene()
         centre = self.mapToScene(self.viewport().rect().center())
         scene.clear()
         self.layout_ = layout
         self.items_by_key = {}
-        for edge in layout.edges:
-            scene.addItem(EdgeItem(edge))
-        for key, node in layout.nodes.items():
-            item = NodeItem(node)
-            if status is not None:
-                item.status = status(key)
-            scene.addItem(item)
-            self.items_by_key[key] = item
-        scene.setSceneRect(QRectF(-40, -40, layout.width + 80, layout.height + 80))
-        self.selected_keys = {k for k in self.selected_keys if k in self.items_by_key}
-        for key in self.selected_keys:
-            self.items_by_key[key].selected = True
         self.hit_keys = []
-        self._paint_pending = True
+        scene.setSceneRect(QRectF(-40, -40, layout.width + 80, layout.height + 80))
         if keep_view:
             self.centerOn(centre)
         else:
             self.overview()
+        self._build_generation += 1
+        self.building = True
+        pending = [*((True, e) for e in layout.edges), *((False, n) for n in layout.nodes.values())]
+        self._add_slice(self._build_generation, pending, 0, status)
+
+    def _add_slice(self, generation: int, pending: list, start: int, status: Callable[[str], str] | None) -> None:
+        if generation != self._build_generation:
+            return  # a newer layout replaced this one mid-build
+        scene = self.scene()
+        deadline = time.perf_counter() + BUILD_SLICE_S
+        index = start
+        while index < len(pending) and (index - start < 50 or time.perf_counter() < deadline):
+            is_edge, element = pending[index]
+            if is_edge:
+                scene.addItem(EdgeItem(element))
+            else:
+                item = NodeItem(element)
+                if status is not None:
+                    item.status = status(element.key)
+                scene.addItem(item)
+                self.items_by_key[element.key] = item
+            index += 1
+        if index < len(pending):
+            QTimer.singleShot(0, lambda: self._add_slice(generation, pending, index, status))
+            return
+        self.selected_keys = {k for k in self.selected_keys if k in self.items_by_key}
+        for key in self.selected_keys:
+            self.items_by_key[key].selected = True
+        self.building = False
+        self._paint_pending = True
+        self.viewport().update()
+        self.built.emit()
 
     def keys_for(self, names: Iterable[str]) -> list[str]:
         """Layout keys drawing these graph nodes (a folded constant maps to its consumer)."""

@@ -7,6 +7,8 @@ workers; it holds no fusion logic. Other panels (the run and profile dock) attac
 
 from __future__ import annotations
 
+import gc
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,22 @@ from passes.registry import PipelineResult, run_pipeline
 MAX_RECENT = 8
 MODEL_FILTER = "TensorFlow models (*.pb *.pbtxt *.keras *.h5 saved_model.pb);;All files (*)"
 SIDES = ("before", "after")
+
+
+_frozen = False
+
+
+def freeze_long_lived_objects() -> None:
+    """Move everything alive now (TensorFlow's modules, once a pass imported them) out of the GC's view.
+
+    A full collection over TensorFlow's millions of objects takes 100-200 ms and holds the GIL,
+    freezing the window whichever thread triggers it. Done once: cyclic garbage that exists at
+    that moment is never collected, which is bounded and small.
+    """
+    global _frozen
+    if not _frozen and "tensorflow" in sys.modules:
+        gc.freeze()
+        _frozen = True
 
 
 def legend_html() -> str:
@@ -256,6 +274,7 @@ class MainWindow(QMainWindow):
             view.background_clicked.connect(self.selection.clear)
             view.node_activated.connect(lambda key, s=side: self._on_activated(s, key))
             view.collapse_requested.connect(lambda scopes, s=side: self.set_collapsed(s, scopes))
+            view.built.connect(lambda s=side: self._on_built(s))
 
     # ---- public API for other panels --------------------------------------------------------------
     def add_bottom_dock(self, widget: QWidget, title: str) -> QDockWidget:
@@ -272,7 +291,8 @@ class MainWindow(QMainWindow):
 
     def is_idle(self) -> bool:
         """No work running or about to start (tests and benchmarks wait for this)."""
-        return not self.workers.busy() and not self._fuse_timer.isActive() and not self._fusion_deferred
+        return (not self.workers.busy() and not self._fuse_timer.isActive() and not self._fusion_deferred
+                and not self.before.building and not self.after.building)
 
     def graph(self, side: str) -> Graph | None:
         if side == "before":
@@ -368,6 +388,7 @@ class MainWindow(QMainWindow):
         if self.model is None or pipeline.original is not self.model.graph:
             return  # a result for a model that is no longer open
         self.pipeline = pipeline
+        freeze_long_lived_objects()
         self.selection.set_provenance(pipeline.provenance, pipeline.fused.nodes)
         self.match_list.set_results(pipeline.results)
         self.pass_panel.set_counts(pipeline.results)
@@ -405,12 +426,17 @@ class MainWindow(QMainWindow):
         pane.describe(graph, layout)
         if layout.notice:
             self.statusBar().showMessage(layout.notice, 10000)
-        if side == "before" and self._fusion_deferred:
-            QTimer.singleShot(500, self._start_deferred_fusion)  # in case the pane is not painted (hidden)
+
+    def _on_built(self, side: str) -> None:
+        """A pane's new scene is complete: re-apply diff, selection and search hits, then announce it."""
+        view = self.panes[side].view
+        self._apply_diff(side)  # fusion may have finished while the scene was being built
         current = self.selection.current
-        pane.view.set_selected(current.before if side == "before" else current.after, centre=False)
+        view.set_selected(current.before if side == "before" else current.after, centre=False)
         if self.search.text():
             self._on_search_text(self.search.text())
+        if side == "before" and self._fusion_deferred:
+            QTimer.singleShot(500, self._start_deferred_fusion)  # in case the pane is not painted (hidden)
         self.layout_done.emit(side)
 
     def _on_layout_error(self, text: str) -> None:

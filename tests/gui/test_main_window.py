@@ -123,8 +123,11 @@ def test_search_by_op_type_or_name_outlines_hits_and_enter_selects(qtbot, toy_wi
     assert all(toy_window.before.items_by_key[k].hit for k in rsqrt)
     qtbot.keyClick(toy_window.search, Qt.Key.Key_Return)
     assert toy_window.selection.current.before and set(toy_window.selection.current.before) <= rsqrt
-    toy_window.search.setText("bn_plain_conv")
+    toy_window.search.clear()
+    current = toy_window.match_list.current_record()
+    qtbot.keyClicks(toy_window.search, "bn_plain_conv")  # typing N in the box is text, not "next match"
     assert toy_window.before.hit_keys == ["bn_plain_conv"]
+    assert toy_window.search.text() == "bn_plain_conv" and toy_window.match_list.current_record() is current
     toy_window.search.clear()
     assert not toy_window.before.hit_keys
 
