@@ -41,6 +41,7 @@ LABEL_LOD = 0.45  # below this zoom a label is unreadable: draw boxes only
 EDGE_LABEL_LOD = 0.8
 BUILD_SLICE_S = 0.015  # GUI-thread time per slice of scene items
 READABLE_ZOOM = 0.85  # the first view of a big graph: labels and shapes legible
+MIN_FOCUS_ZOOM = 0.7  # centring on a selection never zooms out further than this
 
 
 class _Fonts:
@@ -308,8 +309,10 @@ class GraphView(QGraphicsView):
         visible = self.mapToScene(self.viewport().rect()).boundingRect()
         if rect.width() > visible.width() or rect.height() > visible.height():
             self.fitInView(rect.adjusted(-60, -60, 60, 60), Qt.AspectRatioMode.KeepAspectRatio)
-        else:
-            self.centerOn(rect.center())
+            if self.zoom_level() < MIN_FOCUS_ZOOM:  # never so far out that the labels cannot be read
+                self.resetTransform()
+                self.scale(MIN_FOCUS_ZOOM, MIN_FOCUS_ZOOM)
+        self.centerOn(rect.center())
 
     def set_heat(self, values: dict[str, float] | None, colour: Callable[[float], QColor] | None = None) -> None:
         """Colour boxes by an outside value per graph node (e.g. kernel time); None switches it off."""
