@@ -208,3 +208,18 @@ def test_real_scope_fusion_shows_a_green_fused_node_with_its_body(qtbot, window)
     assert window.before.selected_keys and all(
         window.before.items_by_key[k].status == "removed" for k in window.before.selected_keys)
     assert "ScopeLayerNormPass" in window.properties.toPlainText()
+
+
+def test_dropping_a_model_file_opens_it(qtbot, toy_window, tmp_path):
+    from PySide6.QtCore import QMimeData, QPointF, QUrl
+    from PySide6.QtGui import QDropEvent
+
+    path = tmp_path / "dropped.pb"
+    path.write_bytes(load_model("conv_bn").graph.graph_def.SerializeToString())
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(path))])
+    event = QDropEvent(QPointF(20, 20), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                       Qt.KeyboardModifier.NoModifier)
+    toy_window.dropEvent(event)
+    wait_idle(qtbot, toy_window)
+    assert toy_window.model.name == "dropped.pb" and toy_window.recent_files()[0] == str(path)
