@@ -21,7 +21,7 @@ lint: setup
 
 setup: $(STAMP)
 
-$(SYSDEPS):
+$(SYSDEPS): scripts/install-system-deps.sh
 	@./scripts/install-system-deps.sh
 	@mkdir -p $(VENV) && touch $@
 
