@@ -30,12 +30,17 @@ from core.graph import Graph, TensorRef
 from core.io import write_bytes_atomic
 from core.opclass import Category, op_category
 
-LAYOUT_VERSION = 1  # bump when the output changes, so stale disk-cache files are not reused
+LAYOUT_VERSION = 2  # bump when the output changes, so stale disk-cache files are not reused
 DOT_TIMEOUT = 8.0  # seconds before the layered fallback takes over
 SCOPE_PREFIX = "scope:"
 FUSED_OP_TYPE_ATTR = "_fused_op_type"  # passes.fused names it; core may not import passes
 POINTS_PER_INCH = 72.0
-CHAR_WIDTH = 6.6  # px per character of the view's label font, generous so labels are not clipped
+# px per character of the view's three label fonts (bold 8.5 pt op type, 7.5 pt name, 6.5 pt weights),
+# measured with DejaVu Sans plus a margin, so that op types such as FusedBatchNormV3 are not clipped
+OP_CHAR_WIDTH = 7.9
+NAME_CHAR_WIDTH = 6.3
+WEIGHT_CHAR_WIDTH = 5.7
+MAX_NODE_WIDTH = 320.0  # wide enough for a 46-character AutoFuse kernel name
 NODE_HEIGHT = 40.0
 WEIGHT_LINE_HEIGHT = 14.0
 
@@ -176,8 +181,8 @@ def _collapsed_scope(name: str, collapsed: frozenset[str]) -> str | None:
 
 
 def _node_size(op: str, title: str, weight_text: str) -> tuple[float, float]:
-    chars = max(len(op) + 1, len(title), len(weight_text))
-    width = min(max(chars * CHAR_WIDTH + 20.0, 84.0), 260.0)
+    text = max(len(op) * OP_CHAR_WIDTH, len(title) * NAME_CHAR_WIDTH, len(weight_text) * WEIGHT_CHAR_WIDTH)
+    width = min(max(text + 24.0, 84.0), MAX_NODE_WIDTH)
     return width, NODE_HEIGHT + (WEIGHT_LINE_HEIGHT if weight_text else 0.0)
 
 

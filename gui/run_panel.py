@@ -115,6 +115,7 @@ class RunPanel(QWidget):
         layout.addLayout(self.controls)
         layout.addWidget(self.results, 1)
         self._connect()
+        self._set_running(False)
         self._on_model_loaded(None)
         self.show_result(None)
         BACKEND_PROBE.request(self.backends_known.emit)
@@ -138,7 +139,7 @@ class RunPanel(QWidget):
         self.progress = QProgressBar(self)
         self.progress.setFixedWidth(140)
         self.progress.setFormat("%v/%m")
-        self.progress_label = QLabel("", self)
+        self.progress_label = QLabel("no run yet: Compile and run (Ctrl+R), or Import profile", self)
         self.progress_label.setMinimumWidth(160)
         self.top_n = self._spin(3, 200, DEFAULT_TOP_N, "how many kernels the bar charts show (slowest first)")
         self.heat_box = QCheckBox("Heat overlay", self)
@@ -319,7 +320,13 @@ class RunPanel(QWidget):
 
     # ---- results ----------------------------------------------------------------------------------
     def show_result(self, result: RunResult | None) -> None:
+        """Show a run (the cards, charts and table appear), or none (the dock shrinks to its controls)."""
+        had_result = self.result is not None
         self.result = result
+        self.results.setVisible(result is not None)
+        dock = getattr(self, "dock", None)
+        if dock is not None and result is not None and not had_result:
+            self.window.resizeDocks([dock], [RESULTS_HEIGHT], Qt.Orientation.Vertical)
         self.cards.set_result(result)
         self.charts.set_result(result, self.top_n.value())
         self.timeline.set_result(result)
@@ -467,6 +474,9 @@ class RunPanel(QWidget):
                 self.heat_action]
 
 
+RESULTS_HEIGHT = 430  # the dock's height once a run is shown: cards, a readable chart, and the tabs
+
+
 def install_run_panel(window: Any) -> RunPanel:
     """Add the run panel as a bottom dock, a Run menu, and Compile and run on the toolbar."""
     panel = RunPanel(window)
@@ -481,5 +491,5 @@ def install_run_panel(window: Any) -> RunPanel:
     if toolbar is not None:
         toolbar.addSeparator()
         toolbar.addAction(panel.run_action)
-    window.resizeDocks([dock], [430], Qt.Orientation.Vertical)
+    panel.dock = dock
     return panel

@@ -43,6 +43,8 @@ def test_the_dock_menu_and_toolbar_are_there(window):
                    "Export Chrome trace…", "Export charts (PNG)…", "Export NPU run script…", "Heat overlay"):
         assert wanted in texts
     assert not panel.result_actions[0].isEnabled()  # nothing to export before a run
+    assert panel.results.isHidden() and "no run yet" in panel.progress_label.text()  # the dock is just its controls
+    assert not panel.cancel_button.isEnabled() and panel.progress.isHidden() and panel.run_button.isEnabled()
 
 
 def test_run_on_cpu_shows_the_fused_kernel_after_and_elementwise_kernels_before(qtbot, panel):
@@ -63,6 +65,7 @@ def test_run_on_cpu_shows_the_fused_kernel_after_and_elementwise_kernels_before(
     assert {("original", "run"), ("fused", "run")} <= phases  # progress names the graph and the step
     assert any(p.total == 3 and p.step == 3 for p in seen)
     assert panel.progress_label.text().startswith("done") and panel.result_actions[0].isEnabled()
+    assert not panel.results.isHidden()
 
 
 def test_cancel_kills_the_child_and_the_panel_is_ready_again(qtbot, panel):
