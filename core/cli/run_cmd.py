@@ -153,34 +153,18 @@ def run_import_profile(args: argparse.Namespace) -> int:
 
 
 def run_export_npu_script(args: argparse.Namespace) -> int:
-    from core.execute import resolve_input_shape
-    from core.io import write_bytes_atomic
-    from core.runtime.compare import pair_outputs
-    from core.runtime.npu_script import render_npu_script
+    from core.runtime.npu_bundle import write_npu_bundle
 
     model = load_model(args.model)
     selection = selection_from_args(args)
     pipeline = _fuse(model.graph, selection)
-    shapes = parse_input_shapes(args.input_shape)
-    original = model.graph
-    inputs = {name: (original.placeholder_spec(name)[0], resolve_input_shape(original, name, shapes))
-              for name in original.placeholders()}
-    pairs = pair_outputs(original, pipeline.fused,
-                         pipeline.provenance.original_to_final() if pipeline.provenance else None)
-    script = Path(args.output)
-    stem = script.stem
-    protect = model.path if Path(model.path).exists() else None
-    files = {"original": f"{stem}_original.pb", "fused": f"{stem}_fused.pb"}
-    for label, graph in (("original", original), ("fused", pipeline.fused)):
-        write_bytes_atomic(script.with_name(files[label]), graph.graph_def.SerializeToString(deterministic=True),
-                           protect=protect)
-    text = render_npu_script(
-        mode=args.mode, model=args.model, inputs=inputs, forms=switch_forms_for(selection),
-        graphs={"original": (files["original"], [o for o, _ in pairs]),
-                "fused": (files["fused"], [f for _, f in pairs])},
-        steps=args.steps, warmup=args.warmup)
-    write_bytes_atomic(script, text.encode(), protect=protect)
-    print(f"wrote {script} with {files['original']} and {files['fused']}", file=sys.stderr)
+    original_pb, fused_pb, script = write_npu_bundle(
+        args.output, model=args.model, original=model.graph, fused=pipeline.fused,
+        forms=switch_forms_for(selection),
+        original_to_final=pipeline.provenance.original_to_final() if pipeline.provenance else None,
+        input_shapes=parse_input_shapes(args.input_shape), mode=args.mode, steps=args.steps, warmup=args.warmup,
+        protect=model.path if Path(model.path).exists() else None)
+    print(f"wrote {script} with {original_pb.name} and {fused_pb.name}", file=sys.stderr)
     return 0
 
 
