@@ -1,9 +1,15 @@
-"""`python main.py [MODEL]` opens the GUI; `python main.py <subcommand> ...` is the CLI."""
+"""`python main.py [MODEL]` (or `fuselens gui [MODEL]`) opens the window; `python main.py COMMAND ...` is the CLI.
+
+The window is started from here rather than from a CLI command in core/, so that core never
+imports the GUI (DESIGN.md's dependency direction, checked by import-linter).
+"""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+
+GUI_USAGE = "usage: fuselens [gui] [MODEL]   (MODEL: a model file or directory, or a sample name)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -11,13 +17,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     from core.cli import main as cli_main
 
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and (args[0] in command_names() or args[0].startswith("-")):
+    if args and (args[0] in command_names() or (args[0].startswith("-") and args[0] not in ("-h", "--help"))):
         return cli_main(args)
+    if args[:1] in (["-h"], ["--help"]):
+        return cli_main(["--help"])
     model = args[1:] if args[:1] == ["gui"] else args
-    if "gui" in command_names():
-        return cli_main(["gui", *model])
-    print("fuselens: the GUI is not built yet; printing the inspect summary instead", file=sys.stderr)
-    return cli_main(["inspect", *(model or ["demo"])])
+    if len(model) > 1 or (model and model[0].startswith("-")):
+        print(GUI_USAGE, file=sys.stderr)
+        return 0 if model[0] in ("-h", "--help") else 2
+    from gui.app import run_gui  # Qt is imported only when the window is wanted
+
+    return run_gui(model[0] if model else None)
 
 
 if __name__ == "__main__":

@@ -17,13 +17,12 @@ from core.errors import FuseLensError
 from core.tfimport import import_tensorflow
 
 # Commands that never need TensorFlow for a GraphDef; every other command imports it up front, quietly.
-LIGHT_COMMANDS = {"inspect", "samples", "export-sample", "passes", "import-profile", "gui"}
+LIGHT_COMMANDS = {"inspect", "samples", "export-sample", "passes", "import-profile"}
 # Modules with `register(subparsers)`; each parser sets `func(args) -> int`.
 COMMANDS = [
     "core.cli.inspect_cmd",
     "core.cli.fuse_cmd",
     "core.cli.run_cmd",
-    "core.cli.gui_cmd",
 ]
 
 
@@ -31,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fuselens",
         description="Inspect, fuse and run TensorFlow models with Ascend CANN-style fusion passes.",
+        epilog="With no COMMAND, or as `fuselens gui [MODEL]`, it opens the FuseLens window.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMANDS:

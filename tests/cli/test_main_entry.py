@@ -1,0 +1,40 @@
+"""`main.py` routes: a CLI word runs the CLI, anything else (or `gui`) opens the window."""
+
+from __future__ import annotations
+
+import pytest
+
+import gui.app
+import main
+
+
+@pytest.fixture
+def opened(monkeypatch):
+    calls = []
+    monkeypatch.setattr(gui.app, "run_gui", lambda model=None: calls.append(model) or 0)
+    return calls
+
+
+@pytest.mark.parametrize(("argv", "model"), [([], None), (["demo"], "demo"), (["gui"], None),
+                                             (["gui", "conv_bn"], "conv_bn"), (["./some/model.pb"], "./some/model.pb")])
+def test_no_command_or_gui_opens_the_window(opened, argv, model):
+    assert main.main(argv) == 0
+    assert opened == [model]
+
+
+def test_a_cli_word_runs_the_cli_not_the_window(opened, capsys):
+    assert main.main(["samples"]) == 0
+    assert "abs_relu_exp" in capsys.readouterr().out and opened == []
+
+
+def test_two_models_or_an_option_for_the_window_is_a_usage_error(opened, capsys):
+    assert main.main(["gui", "a.pb", "b.pb"]) == 2
+    assert main.main(["gui", "--bogus"]) == 2
+    assert capsys.readouterr().err.count("usage: fuselens [gui] [MODEL]") == 2 and opened == []
+
+
+def test_help_lists_the_commands_and_says_how_to_open_the_window(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main.main(["--help"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0 and "fuse" in out and "fuselens gui [MODEL]" in out
