@@ -103,6 +103,17 @@ def _progress_printer(enabled: bool) -> Any:
     return show
 
 
+def emit_result(result: Any, args: argparse.Namespace) -> int:
+    """Save the run file when asked (--save), then print the result as JSON or as text."""
+    if args.save:
+        result.save(args.save)
+    if args.json:
+        print_json(result.to_json())
+    else:
+        print(format_result(result))
+    return 0
+
+
 def run_run(args: argparse.Namespace) -> int:
     from core.runtime import RunRequest, run
     from core.runtime.trace import write_chrome_trace, write_kernel_csv
@@ -126,13 +137,7 @@ def run_run(args: argparse.Namespace) -> int:
         write_chrome_trace(result, args.trace)
     if args.csv:
         write_kernel_csv(result, args.csv)
-    if args.save:
-        result.save(args.save)
-    if args.json:
-        print_json(result.to_json())
-    else:
-        print(format_result(result))
-    return 0
+    return emit_result(result, args)
 
 
 def run_import_profile(args: argparse.Namespace) -> int:
@@ -143,13 +148,7 @@ def run_import_profile(args: argparse.Namespace) -> int:
         graph = load_model(args.model).graph
         graphs = {"original": graph, "imported": graph, "fused": _fuse(graph, selection_from_args(args)).fused}
     result = import_profile(args.path, graphs)
-    if args.save:
-        result.save(args.save)
-    if args.json:
-        print_json(result.to_json())
-    else:
-        print(format_result(result))
-    return 0
+    return emit_result(result, args)
 
 
 def run_export_npu_script(args: argparse.Namespace) -> int:
