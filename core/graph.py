@@ -204,11 +204,25 @@ class Graph:
 
         Inference imports TensorFlow once per graph; samples carry `_output_shapes` already.
         """
+        return self.ensure_shapes().get((name, port))
+
+    def ensure_shapes(self) -> dict[tuple[str, int], tuple[int | None, ...] | None]:
+        """Every output's shape, computed now: a worker calls this so the GUI thread never waits on TF."""
         if self._shapes is None:
             self._shapes = self._shapes_from_attrs()
             if self._shapes is None:
                 self._shapes = {k: shape for k, (_, shape) in self._tensor_info().items()}
-        return self._shapes.get((name, port))
+        return self._shapes
+
+    @property
+    def shapes_ready(self) -> bool:
+        """True once output shapes are known without further work (see ensure_shapes)."""
+        return self._shapes is not None
+
+    @cached_property
+    def records_shapes(self) -> bool:
+        """True when every node carries `_output_shapes` (samples, frozen Keras and SavedModels do)."""
+        return all("_output_shapes" in node.attr or node.op == "NoOp" for node in self)
 
     def output_dtype(self, name: str, port: int = 0) -> int:
         """DataType enum of an output (TensorFlow's inference, once per graph)."""
@@ -222,11 +236,11 @@ class Graph:
         return self._info
 
     def _shapes_from_attrs(self) -> dict[tuple[str, int], tuple[int | None, ...] | None] | None:
+        if not self.records_shapes:
+            return None
         shapes: dict[tuple[str, int], tuple[int | None, ...] | None] = {}
         for node in self:
             if "_output_shapes" not in node.attr:
-                if node.op != "NoOp":
-                    return None
                 continue
             for port, shape in enumerate(node.attr["_output_shapes"].list.shape):
                 shapes[(node.name, port)] = proto.shape_tuple(shape)

@@ -140,14 +140,16 @@ def const_shape(graph: Graph, name: str) -> tuple[int | None, ...] | None:
 
 
 def tensor_shape(graph: Graph, name: str, port: int) -> tuple[int | None, ...] | None:
-    """The shape recorded in `_output_shapes`, if any.
+    """The shape recorded in `_output_shapes`, else the graph's inferred shape once it is ready.
 
-    Deliberately not TensorFlow's shape inference: that imports TensorFlow and can take seconds
-    on a large graph, far more than the layout itself. Every loader but a bare .pb records shapes.
+    Never triggers TensorFlow's shape inference itself (that imports TensorFlow): the window's
+    fusion worker, which has TensorFlow loaded anyway, fills it in with `Graph.ensure_shapes()`.
     """
     node = graph.node(name)
-    shapes = node.attr["_output_shapes"].list.shape if "_output_shapes" in node.attr else ()
-    return proto.shape_tuple(shapes[port]) if port < len(shapes) else None
+    if "_output_shapes" in node.attr:
+        shapes = node.attr["_output_shapes"].list.shape
+        return proto.shape_tuple(shapes[port]) if port < len(shapes) else None
+    return graph.output_shape(name, port) if graph.shapes_ready else None
 
 
 def _fold_constants(graph: Graph) -> tuple[list[str], dict[str, list[str]], dict[str, str]]:
@@ -382,6 +384,8 @@ def structure_key(graph: Graph, collapsed: Iterable[str] = ()) -> str:
         shapes = node.attr["_output_shapes"].SerializeToString() if "_output_shapes" in node.attr else b""
         fused = node.attr[FUSED_OP_TYPE_ATTR].s if FUSED_OP_TYPE_ATTR in node.attr else b""
         digest.update(f"{node.name}\0{node.op}\0{','.join(node.input)}\0".encode() + shapes + fused + b"\n")
+    if graph.shapes_ready and not graph.records_shapes:  # edge labels from inferred shapes
+        digest.update(b"inferred shapes\n")
     for scope in sorted(collapsed):
         digest.update(f"collapsed\0{scope}\n".encode())
     return digest.hexdigest()

@@ -7,6 +7,7 @@ workers; it holds no fusion logic. Other panels (the run and profile dock) attac
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import sys
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.errors import FuseLensError
 from core.graph import Graph
 from core.io import write_bytes_atomic, write_json_atomic
 from core.layout import SCOPE_PREFIX, Layout, LayoutCache, default_cache, layout_graph
@@ -145,6 +147,7 @@ class MainWindow(QMainWindow):
         self.layouts: dict[str, Layout | None] = dict.fromkeys(SIDES)
         self.collapsed: dict[str, frozenset[str]] = dict.fromkeys(SIDES, frozenset())
         self._fusion_deferred = False
+        self._before_has_inferred_shapes = False
         self._search_hits: list[tuple[str, str]] = []
         self._search_index = -1
 
@@ -354,6 +357,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"{model.name}: {len(model.graph)} nodes")
         self.model_loaded.emit(model)
         self._fusion_deferred = True  # the original graph is painted first, then fusion starts
+        self._before_has_inferred_shapes = False
         self.relayout("before")
 
     def _error(self, title: str, text: str) -> None:
@@ -377,8 +381,13 @@ class MainWindow(QMainWindow):
         graph, ids, options = self.model.graph, self.pass_panel.pass_ids(), self.pass_panel.options()
 
         def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> PipelineResult:
-            return run_pipeline(graph, ids, options, cancelled=cancelled,
-                                progress=lambda pid, i, n: progress(f"fusing: {pid} ({i + 1}/{n})"))
+            pipeline = run_pipeline(graph, ids, options, cancelled=cancelled,
+                                    progress=lambda pid, i, n: progress(f"fusing: {pid} ({i + 1}/{n})"))
+            progress("inferring tensor shapes for the edge labels")
+            for shaped in (graph, pipeline.fused):  # off the GUI thread; labels go without when TF refuses
+                with contextlib.suppress(FuseLensError):
+                    shaped.ensure_shapes()
+            return pipeline
 
         self.workers.start("fuse", "fusion", task, on_finished=self._on_fused,
                            on_error=lambda text: self._error("Fusion failed", text),
@@ -399,6 +408,9 @@ class MainWindow(QMainWindow):
                                      f"{matches} matches, {misses} near misses ({pipeline.seconds * 1000:.0f} ms)")
         self.fusion_done.emit(pipeline)
         self.relayout("after")
+        if not self._before_has_inferred_shapes and not pipeline.original.records_shapes:
+            self._before_has_inferred_shapes = True  # a bare .pb: redraw once, now with edge shapes
+            self.relayout("before")
 
     # ---- layout -------------------------------------------------------------------------------------
     def relayout(self, side: str) -> None:

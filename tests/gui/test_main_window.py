@@ -223,3 +223,21 @@ def test_dropping_a_model_file_opens_it(qtbot, toy_window, tmp_path):
     toy_window.dropEvent(event)
     wait_idle(qtbot, toy_window)
     assert toy_window.model.name == "dropped.pb" and toy_window.recent_files()[0] == str(path)
+
+
+def test_a_bare_pb_gets_its_edge_shapes_once_fusion_has_inferred_them(qtbot, window, tmp_path):
+    from core import proto
+    from tests.gui.helpers import WAIT_MS
+
+    bare = proto.GraphDef()
+    bare.CopyFrom(load_model("conv_bn").graph.graph_def)
+    for node in bare.node:
+        del node.attr["_output_shapes"]
+    path = tmp_path / "bare.pb"
+    path.write_bytes(bare.SerializeToString())
+    open_and_wait(qtbot, window, str(path))
+    qtbot.waitUntil(lambda: window.is_idle() and any(e.label for e in window.layouts["before"].edges),
+                    timeout=WAIT_MS)
+    before = {e.tensor: e.label for e in window.before.layout_.edges}
+    assert before["conv1"] == "1×16×16×16" and before["input"] == "1×16×16×8"
+    assert any(e.label for e in window.after.layout_.edges)
