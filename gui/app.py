@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from PySide6.QtWidgets import QApplication
 
 from gui.main_window import MainWindow
 
+NO_DISPLAY = ("fuselens: error: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); "
+              "run it on a desktop, over `ssh -X`, or under `xvfb-run`, or use the command line "
+              "(`fuselens inspect|fuse|run MODEL`)")
+
+
+def missing_display() -> bool:
+    """On Linux without X11 or Wayland (and no explicit QT_QPA_PLATFORM), Qt can only abort."""
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return False
+    return not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
 
 def run_gui(model: str | None = None) -> int:
     """Open the window (on `model`, a path or sample name, when given) and run the event loop."""
+    if QApplication.instance() is None and missing_display():
+        print(NO_DISPLAY, file=sys.stderr)
+        return 2
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("FuseLens")
     app.setOrganizationName("FuseLens")

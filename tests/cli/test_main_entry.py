@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 import gui.app
 import main
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -38,3 +45,11 @@ def test_help_lists_the_commands_and_says_how_to_open_the_window(capsys):
         main.main(["--help"])
     out = capsys.readouterr().out
     assert exit_.value.code == 0 and "fuse" in out and "fuselens gui [MODEL]" in out
+
+
+def test_without_a_display_the_window_command_says_so_instead_of_a_qt_abort():
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    proc = subprocess.run([sys.executable, str(ROOT / "main.py"), "demo"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == gui.app.NO_DISPLAY
