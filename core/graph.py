@@ -96,6 +96,14 @@ class Graph:
     def from_bytes(cls, data: bytes, *, source: str = "<bytes>", validate: bool = True) -> Graph:
         return cls(proto.GraphDef.FromString(data), source=source, validate=validate)
 
+    @classmethod
+    def from_nodes(cls, nodes: Iterable[proto.NodeDef], *, source: str = "<nodes>",
+                   validate: bool = True) -> Graph:
+        """A graph of these NodeDefs (tests and hand-built graphs)."""
+        graph_def = proto.GraphDef()
+        graph_def.node.extend(nodes)
+        return cls(graph_def, source=source, validate=validate)
+
     def editor(self) -> GraphEditor:
         return GraphEditor(self)
 

@@ -57,9 +57,7 @@ def test_compare_outputs_names_missing_tensors():
 
 
 def _graph(*nodes):
-    gd = proto.GraphDef()
-    gd.node.extend(nodes)
-    return Graph(gd, source="t", validate=False)
+    return Graph.from_nodes(nodes, source="t", validate=False)
 
 
 def test_pairing_by_name_then_provenance():

@@ -67,10 +67,9 @@ def test_editor_is_copy_on_write():
 
 
 def test_validation_names_every_problem():
-    gd = proto.GraphDef()
-    gd.node.extend([make_node("Relu", "a", ["ghost"]), make_node("NoOp", "b"), make_node("NoOp", "b")])
+    nodes = [make_node("Relu", "a", ["ghost"]), make_node("NoOp", "b"), make_node("NoOp", "b")]
     with pytest.raises(FuseLensError, match=r"bad\.pb: duplicate node names: b; inputs name missing nodes: a -> ghost"):
-        Graph(gd, source="bad.pb")
+        Graph.from_nodes(nodes, source="bad.pb")
 
 
 def test_cycle_outside_loop_is_rejected_but_loop_back_edge_is_fine():

@@ -109,9 +109,7 @@ def wide_random_dag(count: int, seed: int = 0) -> Graph:
     for i in range(count):
         a, b = (nodes[j].name for j in rng.integers(0, len(nodes), 2))
         nodes.append(make_node("AddV2", f"add_{i}", [a, b]))
-    graph_def = proto.GraphDef()
-    graph_def.node.extend(nodes)
-    return Graph(graph_def, source="random dag")
+    return Graph.from_nodes(nodes, source="random dag")
 
 
 def test_the_real_time_limit_kills_dot():

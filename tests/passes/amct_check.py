@@ -35,9 +35,7 @@ def assert_same_outputs(original: Graph, fused: Graph, fetches: Sequence[str] | 
 
 
 def toy_graph(*nodes: proto.NodeDef) -> Graph:
-    graph_def = proto.GraphDef()
-    graph_def.node.extend(nodes)
-    return Graph(graph_def, source="toy")
+    return Graph.from_nodes(nodes, source="toy")
 
 
 def placeholder(name: str, shape: Sequence[int]) -> proto.NodeDef:

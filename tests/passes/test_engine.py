@@ -14,9 +14,7 @@ from passes.report import op_count_diff
 
 
 def graph(*nodes) -> Graph:
-    gd = proto.GraphDef()
-    gd.node.extend(nodes)
-    return Graph(gd, source="toy")
+    return Graph.from_nodes(nodes, source="toy")
 
 
 def ph(name):

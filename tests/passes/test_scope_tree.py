@@ -13,9 +13,7 @@ from passes.scope.scope_tree import ScopeTree, trim_scope_index
 
 
 def graph(*nodes) -> Graph:
-    graph_def = proto.GraphDef()
-    graph_def.node.extend(nodes)
-    return Graph(graph_def, source="toy")
+    return Graph.from_nodes(nodes, source="toy")
 
 
 def ph(name):
