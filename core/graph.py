@@ -431,6 +431,10 @@ class GraphEditor:
                 elif text == old_ctrl and old.port == 0:
                     self.mutable(name).input[i] = f"^{new.node}"
 
+    def function_names(self) -> set[str]:
+        """Library functions of the source graph plus those added in this edit."""
+        return set(self.source.functions) | {f.signature.name for f in self._functions}
+
     def add_function(self, function: proto.FunctionDef) -> None:
         self._functions.append(function)
 

@@ -94,7 +94,7 @@ def fuse_subgraph(
     ordered = [n for n in graph.nodes if n in set(nodes)]
     call_name = editor.unique_name(name)
     fn_name = function_name(call_name)
-    existing = set(graph.functions) | {f.signature.name for f in editor._functions}
+    existing = editor.function_names()
     suffix = 1
     while fn_name in existing:
         fn_name = f"{function_name(call_name)}_{suffix}"

@@ -6,6 +6,7 @@ A FuseLensError prints as one line on stderr and exits 2; never a traceback for 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import os
@@ -26,7 +27,9 @@ COMMANDS = [
 ]
 
 
+@functools.cache
 def build_parser() -> argparse.ArgumentParser:
+    """The parser, built once per process (main.py asks for the command words, then parses)."""
     parser = argparse.ArgumentParser(
         prog="fuselens",
         description="Inspect, fuse and run TensorFlow models with Ascend CANN-style fusion passes.",
