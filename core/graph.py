@@ -379,10 +379,6 @@ class GraphEditor:
     def names(self) -> list[str]:
         return list(self._nodes)
 
-    def referenced(self) -> set[str]:
-        """Names of every node some node in the editor reads (data or control)."""
-        return {TensorRef.parse(text).node for node in self._nodes.values() for text in node.input}
-
     def mutable(self, name: str) -> proto.NodeDef:
         """A private copy of the node that this editor may change."""
         if name not in self._copied:
