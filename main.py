@@ -17,10 +17,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from core.cli import main as cli_main
 
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and (args[0] in command_names() or (args[0].startswith("-") and args[0] not in ("-h", "--help"))):
+    if args and (args[0] in command_names() or args[0].startswith("-")):
         return cli_main(args)
-    if args[:1] in (["-h"], ["--help"]):
-        return cli_main(["--help"])
     model = args[1:] if args[:1] == ["gui"] else args
     if len(model) > 1 or (model and model[0].startswith("-")):
         print(GUI_USAGE, file=sys.stderr)
