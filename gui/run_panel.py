@@ -19,6 +19,7 @@ from PySide6.QtGui import QAction, QKeySequence, QStandardItemModel
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QDockWidget,
     QFileDialog,
     QHBoxLayout,
     QInputDialog,
@@ -105,6 +106,7 @@ class RunPanel(QWidget):
         self.timeout_s: float | None = 600.0
         self._running = False
         self._worker: Worker | None = None
+        self.dock: QDockWidget | None = None  # set by install_run_panel
         self._build_controls()
         self._build_results()
         self.heat = HeatOverlay(window, self.heat_legend)
@@ -324,9 +326,8 @@ class RunPanel(QWidget):
         had_result = self.result is not None
         self.result = result
         self.results.setVisible(result is not None)
-        dock = getattr(self, "dock", None)
-        if dock is not None and result is not None and not had_result:
-            self.window.resizeDocks([dock], [RESULTS_HEIGHT], Qt.Orientation.Vertical)
+        if self.dock is not None and result is not None and not had_result:
+            self.window.resizeDocks([self.dock], [RESULTS_HEIGHT], Qt.Orientation.Vertical)
         self.cards.set_result(result)
         self.charts.set_result(result, self.top_n.value())
         self.timeline.set_result(result)
