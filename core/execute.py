@@ -9,6 +9,7 @@ import numpy as np
 from core import proto
 from core.errors import FuseLensError
 from core.graph import Graph
+from core.tfimport import import_tensorflow
 
 
 def resolve_input_shape(graph: Graph, name: str,
@@ -47,7 +48,7 @@ def random_feeds(graph: Graph, seed: int = 0,
 def run_graph(graph: Graph, feeds: Mapping[str, np.ndarray],
               fetches: Sequence[str] | None = None) -> dict[str, np.ndarray]:
     """Outputs (default: graph.outputs(), port 0) for the feeds, in a fresh TF1-style session."""
-    import tensorflow as tf
+    tf = import_tensorflow()
 
     fetches = list(fetches or graph.outputs())
     tf_graph = tf.Graph()

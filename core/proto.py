@@ -22,6 +22,8 @@ from tensorboard.compat.proto import (
 )
 from tensorboard.util import tensor_util
 
+from core.tfimport import import_tensorflow
+
 GraphDef = graph_pb2.GraphDef
 NodeDef = node_def_pb2.NodeDef
 FunctionDef = function_pb2.FunctionDef
@@ -96,6 +98,7 @@ def shape_tuple(shape: TensorShapeProto) -> tuple[int | None, ...] | None:
 
 def to_tf(message: Any) -> Any:
     """The same message as TensorFlow's own class (imports TensorFlow)."""
+    import_tensorflow()
     from tensorflow.core.framework import function_pb2 as tf_function_pb2
     from tensorflow.core.framework import graph_pb2 as tf_graph_pb2
 

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from core import proto
 from core.errors import FuseLensError
+from core.tfimport import import_tensorflow
 
 if TYPE_CHECKING:
     from core.graph import Graph
@@ -15,7 +16,7 @@ TensorInfo = tuple[int, "tuple[int | None, ...] | None"]  # (DataType enum, shap
 
 def infer_tensors(graph: Graph) -> dict[tuple[str, int], TensorInfo]:
     """(node, port) -> (dtype, shape) for every output; unknown dims are None."""
-    import tensorflow as tf
+    tf = import_tensorflow()
 
     info: dict[tuple[str, int], TensorInfo] = {}
     with tf.Graph().as_default() as tf_graph:

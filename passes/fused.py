@@ -14,6 +14,7 @@ from typing import Any
 from core import proto
 from core.graph import Graph, GraphEditor, TensorRef
 from core.nodes import make_node
+from core.tfimport import import_tensorflow
 
 FUSION_PASS_ATTR = "_fusion_pass"
 FUSED_OP_TYPE_ATTR = "_fused_op_type"
@@ -29,7 +30,7 @@ def function_name(node_name: str) -> str:
 def build_function(graph: Graph, nodes: Sequence[str], inputs: Sequence[TensorRef],
                    outputs: Sequence[TensorRef], name: str) -> proto.FunctionDef:
     """A FunctionDef whose body is `nodes`; argument i is `inputs[i]`, result k is `outputs[k]`."""
-    import tensorflow as tf
+    tf = import_tensorflow()
     from tensorflow.python.framework import graph_to_function_def
 
     body = proto.GraphDef()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import FuseLensError
+from core.tfimport import import_tensorflow
 
 BACKENDS = ("cpu", "gpu", "npu")
 
@@ -30,7 +31,7 @@ def detect(name: str) -> BackendStatus:
     if name == "cpu":
         return BackendStatus("cpu", True, "TensorFlow on the host")
     if name == "gpu":
-        import tensorflow as tf
+        tf = import_tensorflow()
 
         gpus = tf.config.list_physical_devices("GPU")
         if not gpus:
@@ -78,7 +79,7 @@ def require(name: str) -> BackendStatus:
 
 def session_config(name: str, *, grappler: bool = True) -> Any:
     """ConfigProto for the cpu and gpu backends (the npu one comes from npu_session)."""
-    import tensorflow as tf
+    tf = import_tensorflow()
 
     config = tf.compat.v1.ConfigProto(device_count={"GPU": 0} if name == "cpu" else {})
     if name == "gpu":
