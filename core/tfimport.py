@@ -1,7 +1,7 @@
 """Import TensorFlow without its C++ start-up chatter on the user's terminal.
 
 TF 2.21 writes oneDNN/CUDA notices to file descriptor 2 before its logging is configured, so
-TF_CPP_MIN_LOG_LEVEL cannot hide them; the CLI and loaders import through here instead.
+TF_CPP_MIN_LOG_LEVEL cannot hide them; every first import in core and passes goes through here.
 Python exceptions raised by the import still propagate.
 """
 
