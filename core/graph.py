@@ -18,6 +18,7 @@ import numpy as np
 
 from core import proto
 from core.errors import FuseLensError
+from core.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR, XLA_MUST_COMPILE_ATTR, FusedInfo
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -129,9 +130,21 @@ class Graph:
     def op_type(self, name: str) -> str:
         """The op a user thinks of: a fused call node's `_fused_op_type` (LayerNorm, AscBackend), else its op."""
         node = self.node(name)
-        if "_fused_op_type" in node.attr:
-            return node.attr["_fused_op_type"].s.decode()
+        if FUSED_OP_TYPE_ATTR in node.attr:
+            return node.attr[FUSED_OP_TYPE_ATTR].s.decode()
         return node.op
+
+    def fused_info(self, name: str) -> FusedInfo | None:
+        """The fusion record of a fused call node (None for any other node)."""
+        attrs = self.node(name).attr
+        if FUSION_PASS_ATTR not in attrs:
+            return None
+        return FusedInfo(pass_id=attrs[FUSION_PASS_ATTR].s.decode(),
+                         op_type=attrs[FUSED_OP_TYPE_ATTR].s.decode() if FUSED_OP_TYPE_ATTR in attrs else "",
+                         nodes=tuple(s.decode() for s in attrs[FUSED_NODES_ATTR].list.s)
+                         if FUSED_NODES_ATTR in attrs else (),
+                         function=self.node(name).op,
+                         xla=XLA_MUST_COMPILE_ATTR in attrs and attrs[XLA_MUST_COMPILE_ATTR].b)
 
     def inputs(self, name: str) -> list[TensorRef]:
         """Data inputs only, in slot order."""

@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from core import proto
-from core.errors import FuseLensError
+from core.errors import Cancelled, FuseLensError
+from core.fused import FUSED_OP_TYPE_ATTR
 from core.graph import Graph, TensorRef
 from core.io import write_bytes_atomic
 from core.opclass import Category, op_category
@@ -33,7 +34,6 @@ from core.opclass import Category, op_category
 LAYOUT_VERSION = 2  # bump when the output changes, so stale disk-cache files are not reused
 DOT_TIMEOUT = 8.0  # seconds before the layered fallback takes over
 SCOPE_PREFIX = "scope:"
-FUSED_OP_TYPE_ATTR = "_fused_op_type"  # passes.fused names it; core may not import passes
 POINTS_PER_INCH = 72.0
 # px per character of the view's three label fonts (bold 8.5 pt op type, 7.5 pt name, 6.5 pt weights),
 # measured with DejaVu Sans plus a margin, so that op types such as FusedBatchNormV3 are not clipped
@@ -43,10 +43,6 @@ WEIGHT_CHAR_WIDTH = 5.7
 MAX_NODE_WIDTH = 320.0  # wide enough for a 46-character AutoFuse kernel name
 NODE_HEIGHT = 40.0
 WEIGHT_LINE_HEIGHT = 14.0
-
-
-class LayoutCancelled(Exception):
-    """The caller's cancel callback said stop while the layout was running."""
 
 
 @dataclass(frozen=True)
@@ -286,7 +282,7 @@ def _run_dot(source: str, timeout: float, cancelled: Callable[[], bool] | None) 
                 if cancelled and cancelled():
                     process.kill()
                     process.communicate()
-                    raise LayoutCancelled() from None
+                    raise Cancelled() from None
                 if time.monotonic() > deadline:
                     process.kill()
                     process.communicate()
@@ -450,7 +446,7 @@ def layout_graph(
         progress("folding constants")
     layout = visible_graph(graph, collapsed)
     if cancelled and cancelled():
-        raise LayoutCancelled()
+        raise Cancelled()
     if progress:
         progress(f"dot: {len(layout.nodes)} boxes, {len(layout.edges)} edges")
     source, keys = dot_source(layout)

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.errors import FuseLensError
+from core.fused import FUSION_PASS_ATTR
 from core.graph import Graph
 from core.io import write_bytes_atomic, write_json_atomic
 from core.layout import SCOPE_PREFIX, Layout, LayoutCache, default_cache, layout_graph
@@ -48,7 +49,6 @@ from gui.properties import FusedBodyDialog, PropertiesPanel
 from gui.run_panel import install_run_panel
 from gui.selection import Selection, SelectionModel
 from gui.workers import WorkerPool
-from passes.fused import FUSION_PASS_ATTR
 from passes.registry import PipelineResult, run_pipeline
 
 MAX_RECENT = 8

@@ -13,12 +13,12 @@ import numpy as np
 from PySide6.QtWidgets import QDialog, QTextBrowser, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from core import proto
+from core.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR
 from core.graph import Graph
 from core.layout import format_shape, tensor_shape
 from core.provenance import Provenance
 from gui.selection import Selection
 from passes.base import Match, NearMiss
-from passes.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR
 
 HIDDEN_ATTRS = {"_output_shapes", "value", FUSED_NODES_ATTR}
 MAX_LISTED = 40

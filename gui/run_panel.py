@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.errors import FuseLensError
+from core.errors import Cancelled, FuseLensError
 from core.runtime import Progress, RunHandle, RunRequest, RunResult, start_run
 from core.runtime.backend_probe import probe_backends
 from core.runtime.backends import BackendStatus
@@ -50,7 +50,7 @@ from gui.charts import KernelCharts, SummaryCards, Timeline
 from gui.heat import HeatLegend, HeatOverlay
 from gui.kernel_table import KernelTable
 from gui.workers import Worker
-from passes.registry import Cancelled, catalog
+from passes.registry import catalog
 
 BACKEND_TITLES = {"cpu": "CPU", "gpu": "GPU", "npu": "Ascend NPU"}
 DEFAULT_STEPS = 20

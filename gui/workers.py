@@ -14,9 +14,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
-from core.errors import FuseLensError
-from core.layout import LayoutCancelled
-from passes.registry import Cancelled
+from core.errors import Cancelled, FuseLensError
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +55,7 @@ class Worker(QRunnable):
         except FuseLensError as e:
             signals.errored.emit(str(e))
             return
-        except (Cancelled, LayoutCancelled):
+        except Cancelled:
             signals.cancelled.emit()
             return
         except Exception as e:  # any failure in a worker must reach the user, not kill the thread

@@ -12,14 +12,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core import proto
+from core.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR, XLA_MUST_COMPILE_ATTR
 from core.graph import Graph, GraphEditor, TensorRef
 from core.nodes import make_node
 from core.tfimport import import_tensorflow
-
-FUSION_PASS_ATTR = "_fusion_pass"
-FUSED_OP_TYPE_ATTR = "_fused_op_type"
-FUSED_NODES_ATTR = "_fused_nodes"
-XLA_MUST_COMPILE_ATTR = "_XlaMustCompile"
 
 
 def function_name(node_name: str) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import FuseLensError
+from core.errors import Cancelled, FuseLensError
 from core.graph import Graph
 from core.provenance import Provenance
 from passes.base import FusionPass, PassResult
@@ -86,10 +86,6 @@ class PipelineResult:
 
     def result(self, pass_id: str) -> PassResult | None:
         return next((r for r in self.results if r.pass_id == pass_id), None)
-
-
-class Cancelled(Exception):
-    """Raised between passes when the caller's cancel callback says so."""
 
 
 def run_pipeline(

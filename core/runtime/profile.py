@@ -51,7 +51,8 @@ class NodeMapper:
         self._functions = set(graph.functions) if graph is not None else set()
         self._member_of: dict[str, str] = {}
         for node in graph or ():
-            for inner in graph.attr(node.name, "_fused_nodes", []):
+            info = graph.fused_info(node.name)
+            for inner in info.nodes if info else ():
                 self._member_of[inner] = node.name
         self._cache: dict[str, str | None] = {}
 
@@ -80,12 +81,14 @@ class NodeMapper:
     def pass_id(self, node: str | None) -> str | None:
         if node is None or node not in self._names:
             return None
-        return self.graph.attr(node, "_fusion_pass") or None
+        info = self.graph.fused_info(node)
+        return info.pass_id if info else None
 
     def op_type(self, node: str | None, executed: str) -> str:
         """The executed op, except that a call into a fused node's function shows its fused op type."""
         if node is not None and node in self._names and executed in self._functions:
-            return self.graph.attr(node, "_fused_op_type") or executed
+            info = self.graph.fused_info(node)
+            return info.op_type if info and info.op_type else executed
         return executed
 
 

@@ -11,11 +11,11 @@ import pytest
 
 from core import layout as layout_mod
 from core import proto
+from core.errors import Cancelled
 from core.graph import Graph
 from core.layout import (
     SCOPE_PREFIX,
     LayoutCache,
-    LayoutCancelled,
     collapsible_scopes,
     layout_graph,
     structure_key,
@@ -126,7 +126,7 @@ def test_missing_dot_falls_back_too(load_sample, monkeypatch):
 
 
 def test_cancel_stops_the_layout(load_sample):
-    with pytest.raises(LayoutCancelled):
+    with pytest.raises(Cancelled):
         layout_graph(load_sample("conv_bn"), cancelled=lambda: True)
 
 
