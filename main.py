@@ -1,6 +1,6 @@
 """`python main.py [MODEL]` (or `fuselens gui [MODEL]`) opens the window; `python main.py COMMAND ...` is the CLI.
 
-The window is started from here rather than from a CLI command in core/, so that core never
+The window is started from here rather than from a CLI command, so that neither cli/ nor core/
 imports the GUI (DESIGN.md's dependency direction, checked by import-linter).
 """
 
@@ -13,8 +13,8 @@ GUI_USAGE = "usage: fuselens [gui] [MODEL]   (MODEL: a model file or directory, 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from core.cli import command_names
-    from core.cli import main as cli_main
+    from cli import command_names
+    from cli import main as cli_main
 
     args = list(sys.argv[1:] if argv is None else argv)
     if args and (args[0] in command_names() or args[0].startswith("-")):

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from core.cli import main as cli_main
+from cli import main as cli_main
 from core.loaders import load_model
 from core.samples import sample_path
 from tests.passes.amct_check import assert_same_outputs

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from core.cli import main as cli_main
+from cli import main as cli_main
 from core.samples import SAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]

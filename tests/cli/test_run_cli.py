@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from core.cli import main as cli_main
+from cli import main as cli_main
 from core.runtime.result import RunResult
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"

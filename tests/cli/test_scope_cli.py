@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from core.cli import main as cli_main
+from cli import main as cli_main
 from core.loaders import load_model
 from passes.fused import FUSED_OP_TYPE_ATTR
 from passes.scope.user_rules import install_rules

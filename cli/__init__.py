@@ -21,9 +21,9 @@ from core.tfimport import import_tensorflow
 LIGHT_COMMANDS = {"inspect", "samples", "export-sample", "passes", "import-profile"}
 # Modules with `register(subparsers)`; each parser sets `func(args) -> int`.
 COMMANDS = [
-    "core.cli.inspect_cmd",
-    "core.cli.fuse_cmd",
-    "core.cli.run_cmd",
+    "cli.inspect_cmd",
+    "cli.fuse_cmd",
+    "cli.run_cmd",
 ]
 
 

@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.cli import print_json
-from core.cli.pass_args import add_pass_selection_args, selection_from_args
+from cli import print_json
+from cli.pass_args import add_pass_selection_args, selection_from_args
 from core.io import check_output_path, write_bytes_atomic, write_json_atomic
 from core.loaders import load_model
 

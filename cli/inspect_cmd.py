@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core.cli import print_json
+from cli import print_json
 from core.errors import FuseLensError
 from core.inspect import format_summary, summarize
 from core.io import write_bytes_atomic

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from core.cli import print_json
-from core.cli.pass_args import PassSelection, add_pass_selection_args, selection_from_args
+from cli import print_json
+from cli.pass_args import PassSelection, add_pass_selection_args, selection_from_args
 from core.errors import FuseLensError
 from core.graph import Graph
 from core.loaders import load_model
