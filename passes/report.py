@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from passes.base import PassResult
-from passes.registry import PipelineResult, get_pass
+from passes.registry import PipelineResult
 
 
 def op_count_diff(before: dict[str, int], after: dict[str, int]) -> list[str]:
@@ -27,7 +27,7 @@ def build_report(pipeline: PipelineResult, *, model: str = "") -> dict[str, Any]
         "nodes_before": len(pipeline.original),
         "nodes_after": len(pipeline.fused),
         "seconds": round(pipeline.seconds, 6),
-        "passes": [{**_pass_json(r), "family": get_pass(r.pass_id).family} for r in pipeline.results],
+        "passes": [{**_pass_json(r), "family": pipeline.config.get_pass(r.pass_id).family} for r in pipeline.results],
         "ops_before": before,
         "ops_after": after,
         "op_diff": op_count_diff(before, after),

@@ -8,8 +8,8 @@ as `custom_op.parameter_map["fusion_switch_file"]`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from core.errors import FuseLensError
 
@@ -82,16 +82,11 @@ class SwitchForms:
     fusion_switches: FusionSwitches
 
 
-def switch_forms(passes: Iterable[Mapping[str, object]], enabled: Iterable[str], autofuse_flags: str) -> SwitchForms:
-    """The three forms from catalog rows (`id`, `family`, `general`) and the enabled pass ids.
+class PassChoice(Protocol):
+    """What core needs of a pass configuration (`passes.config.PassConfig`): the passes that ran
+    and the NPU switch forms. A protocol, so the runner and the NPU bundle take the configuration
+    itself while core still never imports passes."""
 
-    General scope passes are always on in the parser, so only the others go into
-    enable_scope_fusion_passes; the switch file lists every pass with its state.
-    """
-    on = set(enabled)
-    rows = list(passes)
-    scope = [str(r["id"]) for r in rows if r["family"] == "scope" and not r["general"] and r["id"] in on]
-    graph_fusion = {str(r["id"]): "on" if r["id"] in on or r["general"] else "off" for r in rows}
-    if not any(r["family"] == "autofuse" and r["id"] in on for r in rows):
-        autofuse_flags = "--enable_autofuse=false"
-    return SwitchForms(scope, autofuse_flags, FusionSwitches(graph_fusion=graph_fusion))
+    def pass_ids(self) -> list[str]: ...
+
+    def to_switch_forms(self) -> SwitchForms: ...

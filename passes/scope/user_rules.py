@@ -8,10 +8,10 @@
         inputs:  [{node: mynorm/mul_1, input: 0}, {node: mynorm/sub}]
         outputs: [{node: mynorm/add_1}]
 
-Every rule becomes a registered scope pass (`install_rules`), so it shows in the catalog, is
-switched on by name through `enable_scope_fusion_passes` (or always on with `general: true`),
-and runs in the pipeline like a built-in. A bad file is a FuseLensError naming the file, the
-field path (`rules[0].census.Mul.num`) and the problem.
+Every rule becomes a scope pass of the configuration that loads it (`catalog_with_rules`), so it
+shows in that configuration's catalog, is switched on by name through `enable_scope_fusion_passes`
+(or always on with `general: true`), and runs in the pipeline like a built-in. A bad file is a
+FuseLensError naming the file, the field path (`rules[0].census.Mul.num`) and the problem.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from core.errors import FuseLensError
 from passes.base import FusionPass
-from passes.registry import catalog, register, unregister
+from passes.registry import catalog, pass_order
 from passes.scope.features import Feature, NodeAttrFeature, NodeOpTypeFeature, ScopeFeature, ScopePattern
 from passes.scope.scope_pass import InputWire, OutputWire, ScopeRule, ScopeRulePass
 
@@ -254,10 +254,7 @@ def load_rule_file(path: str | Path) -> list[UserRule]:
     return parse_rules(data, str(path))
 
 
-# ---- installing rules as registered passes -------------------------------------------------------
-_installed: dict[str, type[FusionPass] | None] = {}  # pass id -> the built-in it replaced (None: new)
-
-
+# ---- user rules as passes of one configuration's catalog ----------------------------------------
 def rule_pass_class(user: UserRule, replaces: type[FusionPass] | None, position: int) -> type[ScopeRulePass]:
     """A scope pass class for one user rule; it keeps the slot (order) of the built-in it replaces."""
     rule = user.rule
@@ -272,28 +269,14 @@ def rule_pass_class(user: UserRule, replaces: type[FusionPass] | None, position:
     return type(f"UserRule_{re.sub(r'[^A-Za-z0-9_]', '_', rule.name)}", (ScopeRulePass,), attrs)
 
 
-def install_rules(rules: Iterable[UserRule]) -> list[str]:
-    """Make exactly these user rules the registered user passes (the previous ones are removed and
-    the built-ins they replaced come back). Returns the installed pass ids."""
-    for pass_id, replaced in _installed.items():
-        if replaced is None:
-            unregister(pass_id)
-        else:
-            register(replaced)
-    _installed.clear()
-    known = {c.id: c for c in catalog()}
-    classes = []
+def catalog_with_rules(rules: Iterable[UserRule]) -> list[type[FusionPass]]:
+    """The built-in catalog with these user rules as scope passes: a rule with a built-in's name
+    replaces it (and keeps its place), the others run after the built-ins. Nothing global changes."""
+    passes = {c.id: c for c in catalog()}
     for position, user in enumerate(rules):
-        replaced = known.get(user.rule.name)
+        replaced = passes.get(user.rule.name)
         if replaced is not None and replaced.family != "scope":
             raise FuseLensError(f"{user.source}: rule {user.rule.name} has the name of the {replaced.family} "
                                 "pass; a scope rule may only replace a scope pass")
-        classes.append((rule_pass_class(user, replaced, position), replaced))
-    for cls, replaced in classes:
-        _installed[cls.id] = replaced
-        register(cls)
-    return list(_installed)
-
-
-def installed_rules() -> list[str]:
-    return list(_installed)
+        passes[user.rule.name] = rule_pass_class(user, replaced, position)
+    return sorted(passes.values(), key=pass_order)

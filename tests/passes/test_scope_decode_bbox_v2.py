@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from passes.registry import resolve_pass_ids, run_pipeline
+from passes.config import PassConfig
+from passes.registry import run_pipeline
 from passes.scope.decode_bbox_v2 import ScopeDecodeBboxV2Pass
 from passes.scope.scope_tree import ScopeTree
 from tests.passes.scope_check import assert_same_outputs, fused_calls
@@ -20,8 +21,8 @@ def test_census_counts_the_sub_scope_too(load_sample):
 
 def test_fuses_only_when_enabled(load_sample):
     graph = load_sample("ssd_decode")
-    assert not fused_calls(run_pipeline(graph, resolve_pass_ids()).fused, "DecodeBboxV2")
-    enabled = run_pipeline(graph, resolve_pass_ids(["ScopeDecodeBboxV2Pass"]))
+    assert not fused_calls(run_pipeline(graph, None).fused, "DecodeBboxV2")
+    enabled = run_pipeline(graph, PassConfig.default().with_pass("ScopeDecodeBboxV2Pass", True))
     (call,) = fused_calls(enabled.fused, "DecodeBboxV2")
     assert call.name == DECODE and list(call.input) == ["box_encodings", "anchors"]
 

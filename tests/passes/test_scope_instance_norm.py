@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from passes.registry import default_pass_ids, resolve_pass_ids, run_pipeline
+from passes.config import PassConfig
+from passes.registry import default_pass_ids, run_pipeline
 from passes.scope.instance_norm import ScopeInstanceNormPass
 from tests.passes.scope_check import assert_same_outputs, fused_calls
 
@@ -10,9 +11,9 @@ from tests.passes.scope_check import assert_same_outputs, fused_calls
 def test_off_until_enabled_by_name(load_sample):
     graph = load_sample("instance_norm")
     assert "ScopeInstanceNormPass" not in default_pass_ids()
-    default = run_pipeline(graph, resolve_pass_ids())
+    default = run_pipeline(graph, None)
     assert default.result("ScopeInstanceNormPass") is None and not fused_calls(default.fused, "InstanceNorm")
-    enabled = run_pipeline(graph, resolve_pass_ids(["ScopeInstanceNormPass"]))
+    enabled = run_pipeline(graph, PassConfig.default().with_pass("ScopeInstanceNormPass", True))
     assert [c.name for c in fused_calls(enabled.fused, "InstanceNorm")] == ["InstanceNorm", "InstanceNorm_1"]
 
 

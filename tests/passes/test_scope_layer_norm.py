@@ -7,8 +7,9 @@ import pytest
 from core import proto
 from core.errors import FuseLensError
 from core.nodes import make_node
+from passes.config import PassConfig
 from passes.fused import FUSED_NODES_ATTR, FUSION_PASS_ATTR
-from passes.registry import default_pass_ids, resolve_pass_ids
+from passes.registry import default_pass_ids
 from passes.scope.layer_norm import ScopeLayerNormPass
 from tests.passes.scope_check import assert_same_outputs, fused_calls, renamed
 
@@ -33,9 +34,9 @@ def bert(load_sample):
 
 def test_general_pass_is_always_on():
     assert "ScopeLayerNormPass" in default_pass_ids()
-    assert "ScopeLayerNormPass" in resolve_pass_ids(base=[])
+    assert "ScopeLayerNormPass" in PassConfig.from_ids([]).pass_ids()
     with pytest.raises(FuseLensError, match="general pass"):
-        resolve_pass_ids(disable=["ScopeLayerNormPass"])
+        PassConfig.default().with_pass("ScopeLayerNormPass", False)
 
 
 def test_bert_gives_one_layernorm_per_layer_with_the_toolchain_wiring(bert):

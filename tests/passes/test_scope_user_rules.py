@@ -1,4 +1,4 @@
-"""User scope rule files: parsing with field-path errors, installing as passes, replacing built-ins."""
+"""User scope rule files: parsing with field-path errors, rules as passes of one configuration, replacing built-ins."""
 
 from __future__ import annotations
 
@@ -7,14 +7,10 @@ import json
 import pytest
 
 from core.errors import FuseLensError
-from passes.registry import get_pass, resolve_pass_ids, run_pipeline
+from passes.config import PassConfig
+from passes.registry import get_pass, run_pipeline
 from passes.scope.layer_norm import ScopeLayerNormPass
-from passes.scope.switches import (
-    format_enable_scope_fusion_passes,
-    parse_enable_scope_fusion_passes,
-    scope_pass_ids,
-)
-from passes.scope.user_rules import install_rules, load_rule_file, parse_rules
+from passes.scope.user_rules import catalog_with_rules, load_rule_file, parse_rules
 from tests.passes.scope_check import assert_same_outputs, fused_calls
 
 CENTER = "Postprocessor/Decode/get_center_coordinates_and_sizes"
@@ -41,26 +37,24 @@ MY_LAYER_NORM = {"rules": [{
 }]}
 
 
-@pytest.fixture(autouse=True)
-def no_user_rules_afterwards():
-    yield
-    install_rules([])
-
-
 @pytest.fixture
 def center_rules(tmp_path):
     path = tmp_path / "rules.yaml"
     path.write_text(CENTER_RULE)
-    return load_rule_file(path)
+    return path
+
+
+def scope_ids(config: PassConfig) -> list[str]:
+    return [c.id for c in config.catalog() if c.family == "scope"]
 
 
 def test_a_user_rule_is_a_scope_pass_switched_on_by_name(center_rules, load_sample):
-    assert install_rules(center_rules) == ["ScopeCenterSizePass"]
-    cls = get_pass("ScopeCenterSizePass")
-    assert cls.family == "scope" and not cls.general and scope_pass_ids()[-1] == "ScopeCenterSizePass"
-    assert "ScopeCenterSizePass" not in resolve_pass_ids()
+    config = PassConfig.default().with_scope_rules(center_rules)
+    cls = config.get_pass("ScopeCenterSizePass")
+    assert cls.family == "scope" and not cls.general and scope_ids(config)[-1] == "ScopeCenterSizePass"
+    assert "ScopeCenterSizePass" not in config.pass_ids()
     graph = load_sample("ssd_decode")
-    pipeline = run_pipeline(graph, resolve_pass_ids(parse_enable_scope_fusion_passes("ScopeCenterSizePass")))
+    pipeline = run_pipeline(graph, config.with_scope_list("ScopeCenterSizePass"))
     (match,) = pipeline.result("ScopeCenterSizePass").matches
     assert match.anchor == CENTER and match.details["inputs"] == ["anchors"]
     (call,) = fused_calls(pipeline.fused, "CenterSize")
@@ -68,34 +62,28 @@ def test_a_user_rule_is_a_scope_pass_switched_on_by_name(center_rules, load_samp
     assert_same_outputs(graph, pipeline.fused, {f"{CENTER}/sub": f"{CENTER}:3"})
 
 
-def test_installing_again_replaces_the_previous_rules(center_rules):
-    install_rules(center_rules)
-    install_rules([])
-    assert "ScopeCenterSizePass" not in scope_pass_ids()
-    with pytest.raises(FuseLensError, match="unknown scope fusion pass 'ScopeCenterSizePass'"):
-        parse_enable_scope_fusion_passes("ScopeCenterSizePass")
+def test_rules_belong_to_their_configuration_only(center_rules):
+    with_rules = PassConfig.default().with_scope_rules(center_rules)
+    assert "ScopeCenterSizePass" in scope_ids(with_rules)
+    for other in (PassConfig.default(), with_rules.without_scope_rules()):
+        assert "ScopeCenterSizePass" not in scope_ids(other)
+        with pytest.raises(FuseLensError, match="unknown scope fusion pass 'ScopeCenterSizePass'"):
+            other.with_scope_list("ScopeCenterSizePass")
+    with pytest.raises(FuseLensError, match="unknown pass 'ScopeCenterSizePass'"):
+        get_pass("ScopeCenterSizePass")
 
 
-def test_a_rule_with_a_builtin_name_replaces_the_builtin_until_unloaded(load_sample):
-    install_rules(parse_rules(MY_LAYER_NORM, "my.json"))
-    cls = get_pass("ScopeLayerNormPass")
+def test_a_rule_with_a_builtin_name_replaces_the_builtin_in_its_configuration(load_sample, tmp_path):
+    path = tmp_path / "my.json"
+    path.write_text(json.dumps(MY_LAYER_NORM))
+    config = PassConfig.default().with_scope_rules(path)
+    cls = config.get_pass("ScopeLayerNormPass")
     assert cls is not ScopeLayerNormPass and cls.general and cls.order == ScopeLayerNormPass.order
-    fused = run_pipeline(load_sample("bert_layernorm"), resolve_pass_ids()).fused
+    fused = run_pipeline(load_sample("bert_layernorm"), config).fused
     calls = fused_calls(fused, "MyLayerNorm")
     assert len(calls) == 2 and not fused_calls(fused, "LayerNorm")
     assert fused.attr(calls[0].name, "_epsilon") == pytest.approx(1e-12)
-    install_rules([])
     assert get_pass("ScopeLayerNormPass") is ScopeLayerNormPass
-
-
-def test_enable_list_round_trip():
-    assert parse_enable_scope_fusion_passes(" ScopeDecodeBboxV2Pass,,ScopeLayerNormPass ") == [
-        "ScopeDecodeBboxV2Pass", "ScopeLayerNormPass"]
-    with pytest.raises(FuseLensError, match="known: ScopeLayerNormPass, ScopeInstanceNormPass"):
-        parse_enable_scope_fusion_passes("ScopeNope")
-    ids = resolve_pass_ids(["ScopeInstanceNormPass", "ScopeDecodeBboxV2Pass"])
-    assert format_enable_scope_fusion_passes(ids) == "ScopeInstanceNormPass,ScopeDecodeBboxV2Pass"
-    assert format_enable_scope_fusion_passes(resolve_pass_ids()) == ""  # general passes are never listed
 
 
 def rule(**fields):
@@ -148,7 +136,7 @@ def test_rule_files_in_json_and_broken_files(tmp_path):
 
 def test_a_rule_may_not_take_the_name_of_a_pass_of_another_family():
     with pytest.raises(FuseLensError, match="only replace a scope pass"):
-        install_rules(parse_rules(rule(name="ConvBatchnormFusionPass"), "r.yaml"))
+        catalog_with_rules(parse_rules(rule(name="ConvBatchnormFusionPass"), "r.yaml"))
     assert get_pass("ConvBatchnormFusionPass").family == "amct"
 
 
@@ -165,7 +153,7 @@ def test_wiring_that_does_not_fit_the_scope_is_a_near_miss_saying_why(change, re
     data = {"rules": [{"name": "ScopeCenterSizePass", "op_type": "CenterSize",
                        "suffix": "get_center_coordinates_and_sizes", "census": {"Unpack": 1},
                        "inputs": [{"node": "transpose", "input": 0}], "outputs": [{"node": "add"}], **change}]}
-    install_rules(parse_rules(data, "r.yaml"))
-    result = get_pass("ScopeCenterSizePass")().dry_run(load_sample("ssd_decode"))
+    (cls,) = [c for c in catalog_with_rules(parse_rules(data, "r.yaml")) if c.id == "ScopeCenterSizePass"]
+    result = cls().dry_run(load_sample("ssd_decode"))
     assert not result.matches
     assert reason in result.near_misses[0].reason

@@ -1,0 +1,250 @@
+"""PassConfig: which passes run and how, in one immutable value every front end shares.
+
+The pass panel shows and edits one, the command line builds one from its flags, the pipeline,
+the runner and the NPU bundle take one. It reads and writes every switch form of the Ascend
+toolchain, so a configuration travels both ways between FuseLens and the toolchain:
+
+* `enable_scope_fusion_passes`: the comma list of non-general scope passes (`with_scope_list`);
+* `AUTOFUSE_FLAGS`: `--enable_autofuse=true;--autofuse_enable_pass=reduce` (`with_autofuse_flags`);
+* the fusion switch file: JSON with an optional `ALL`, or `Pass:on|off` lines (`with_switch_file`).
+
+User scope rule files are part of a configuration: their rules join this configuration's
+catalog only (`catalog()`), never a process-wide registry, so two configurations with
+different rule files can live side by side (the window and a comparison, two tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from core.errors import FuseLensError
+from core.runtime.switch_file import FusionSwitches, SwitchForms, parse_switch_file
+from passes.autofuse.flags import AutofuseFlags, parse_autofuse_flags
+from passes.base import FusionPass
+from passes.registry import catalog as builtin_catalog
+from passes.scope.user_rules import UserRule, catalog_with_rules, load_rule_file
+
+AUTOFUSE_PASS_ID = "AutoFusePass"
+
+
+def split_ids(values: Iterable[str] | str | None) -> list[str]:
+    """Pass ids from comma lists (`"A,B"`, or several of them as a repeated option gives them)."""
+    texts = [values] if isinstance(values, str) else list(values or [])
+    return list(dict.fromkeys(item.strip() for text in texts for item in text.split(",") if item.strip()))
+
+
+@dataclass(frozen=True)
+class PassConfig:
+    """Enabled passes (general ones always), AutoFuse flags, scope rule files, skipped matches.
+
+    `enabled` lists the switchable passes that are on; general passes are on whatever it says.
+    `foreign_switches` keeps the entries of an imported fusion switch file that name no FuseLens
+    pass (GE passes FuseLens does not model), so exporting gives them back unchanged.
+    """
+
+    enabled: frozenset[str]
+    autofuse: AutofuseFlags = field(default_factory=AutofuseFlags)
+    scope_rule_files: tuple[str, ...] = ()
+    skipped_matches: frozenset[str] = frozenset()
+    foreign_switches: FusionSwitches = field(default_factory=FusionSwitches)
+    rules: tuple[UserRule, ...] = field(default=(), compare=False, repr=False)
+
+    # ---- construction ------------------------------------------------------------------------
+    @classmethod
+    def default(cls) -> PassConfig:
+        """Every pass that is on by default, FuseLens's AutoFuse defaults, no rule files."""
+        return cls(frozenset(c.id for c in builtin_catalog() if c.default_enabled and not c.general))
+
+    @classmethod
+    def from_ids(cls, pass_ids: Iterable[str]) -> PassConfig:
+        """Exactly these passes on (plus the general ones); an unknown id is an error."""
+        config = cls(frozenset())
+        return replace(config, enabled=frozenset(config._switchable(pass_ids)))
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> PassConfig:
+        """The command line's pass selection, applied in the order a user reads it: rule files,
+        switch file, scope list, AUTOFUSE_FLAGS, then --enable and --disable, then skips."""
+        config = cls.default()
+        for path in getattr(args, "scope_rules", None) or []:
+            config = config.with_scope_rules(path)
+        if getattr(args, "switch_file", None):
+            config = config.with_switch_file(args.switch_file)
+        if getattr(args, "enable_scope_passes", None):
+            config = config.with_scope_list(",".join(args.enable_scope_passes), exclusive=False)
+        if getattr(args, "autofuse_flags", None) is not None:
+            config = config.with_autofuse_flags(args.autofuse_flags)
+        config = config.with_passes(split_ids(getattr(args, "enable", None)), on=True)
+        config = config.with_passes(split_ids(getattr(args, "disable", None)), on=False)
+        skips = list(getattr(args, "skip_match", None) or [])
+        if getattr(args, "skip_file", None):
+            skips += read_skip_file(args.skip_file)
+        return config.with_skipped(skips) if skips else config
+
+    # ---- the catalog this configuration sees ---------------------------------------------------
+    @cached_property
+    def _catalog(self) -> list[type[FusionPass]]:
+        return catalog_with_rules(self.rules)
+
+    def catalog(self) -> list[type[FusionPass]]:
+        """Built-in passes with this configuration's user rules, in toolchain order."""
+        return list(self._catalog)
+
+    def get_pass(self, pass_id: str) -> type[FusionPass]:
+        found = next((c for c in self._catalog if c.id == pass_id), None)
+        if found is None:
+            raise FuseLensError(f"unknown pass {pass_id!r}; known passes: {', '.join(c.id for c in self._catalog)}")
+        return found
+
+    def pass_ids(self) -> list[str]:
+        """The passes that run, general ones included, in toolchain order."""
+        return [c.id for c in self._catalog if c.general or c.id in self.enabled]
+
+    def is_enabled(self, pass_id: str) -> bool:
+        return self.get_pass(pass_id).general or pass_id in self.enabled
+
+    def options(self) -> dict[str, Any]:
+        """What every pass instance receives."""
+        return {"autofuse_flags": self.autofuse, "skipped_matches": self.skipped_matches}
+
+    def _switchable(self, pass_ids: Iterable[str]) -> list[str]:
+        return [c.id for c in map(self.get_pass, pass_ids) if not c.general]
+
+    # ---- edits (each returns a new configuration) ----------------------------------------------
+    def with_pass(self, pass_id: str, on: bool) -> PassConfig:
+        return self.with_passes([pass_id], on=on)
+
+    def with_passes(self, pass_ids: Iterable[str], *, on: bool) -> PassConfig:
+        """Switch passes on or off; switching a general pass off is an error that says so."""
+        ids = list(pass_ids)
+        for pass_id in ids:
+            if not on and self.get_pass(pass_id).general:
+                raise FuseLensError(f"{pass_id} is a general pass: it is always on and cannot be switched off")
+        changed = set(self._switchable(ids))
+        return replace(self, enabled=self.enabled | changed if on else self.enabled - changed)
+
+    def with_scope_list(self, text: str, *, exclusive: bool = True) -> PassConfig:
+        """`enable_scope_fusion_passes`: the named scope passes on; with `exclusive`, the other
+        non-general scope passes off (the list is the whole scope switch, as the toolchain reads it)."""
+        names = split_ids(text)
+        scope = {c.id for c in self._catalog if c.family == "scope"}
+        for name in names:
+            if name not in scope:
+                raise FuseLensError(f"enable_scope_fusion_passes: unknown scope fusion pass {name!r}; "
+                                    f"known: {', '.join(c.id for c in self._catalog if c.family == 'scope')}")
+        enabled = self.enabled - scope if exclusive else self.enabled
+        return replace(self, enabled=enabled | set(self._switchable(names)))
+
+    def with_autofuse_flags(self, text: str | AutofuseFlags) -> PassConfig:
+        """`AUTOFUSE_FLAGS`: the kernel categories and limits, and AutoFuse on or off by `--enable_autofuse`."""
+        flags = parse_autofuse_flags(text) if isinstance(text, str) else text
+        on = self.enabled | {AUTOFUSE_PASS_ID} if flags.enable_autofuse else self.enabled - {AUTOFUSE_PASS_ID}
+        return replace(self, autofuse=replace(flags, enable_autofuse=True), enabled=on)
+
+    def with_switch_file(self, source: str | Path, text: str | None = None) -> PassConfig:
+        """A fusion switch file (path, or `text` read from `source`): passes it names switch as it says,
+        `ALL` under GraphFusion switches every other switchable pass; names of no FuseLens pass are kept for export."""
+        if text is None:
+            try:
+                text = Path(source).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as e:
+                raise FuseLensError(f"{source}: cannot read the switch file ({e})") from None
+        switches = parse_switch_file(text, str(source))
+        known = {c.id: c for c in self._catalog}
+        enabled = set(self.enabled)
+        foreign = FusionSwitches()
+        for entries, foreign_entries in zip(switches.sections().values(), foreign.sections().values()):
+            everything = entries.get("ALL") if entries is switches.graph_fusion else None  # UB fusion is GE's alone
+            states = {c.id: everything for c in known.values() if everything and not c.general}
+            states.update({name: state for name, state in entries.items() if name in known and not known[name].general})
+            foreign_entries.update({name: state for name, state in entries.items() if name not in known})
+            for name, state in states.items():
+                (enabled.add if state == "on" else enabled.discard)(name)
+        return replace(self, enabled=frozenset(enabled), foreign_switches=foreign)
+
+    def with_scope_rules(self, path: str | Path) -> PassConfig:
+        """Add a user rule file: its rules join this configuration's catalog (switched off unless general)."""
+        rules = load_rule_file(path)
+        config = replace(self, scope_rule_files=(*self.scope_rule_files, str(path)), rules=(*self.rules, *rules))
+        config._catalog  # noqa: B018  (a rule that clashes with an AMCT or AutoFuse pass is an error now)
+        return config
+
+    def without_scope_rules(self) -> PassConfig:
+        kept = frozenset(c.id for c in builtin_catalog()) & self.enabled
+        return replace(self, scope_rule_files=(), rules=(), enabled=kept)
+
+    def with_skipped(self, match_ids: Iterable[str]) -> PassConfig:
+        """Matches (`PassId:anchor`) the user keeps out of fusion while their pass stays on."""
+        return replace(self, skipped_matches=self.skipped_matches | frozenset(match_ids))
+
+    def without_skipped(self, match_ids: Iterable[str]) -> PassConfig:
+        return replace(self, skipped_matches=self.skipped_matches - frozenset(match_ids))
+
+    # ---- export ------------------------------------------------------------------------------
+    def scope_list(self) -> str:
+        """The `enable_scope_fusion_passes` value: non-general scope passes on, in toolchain order."""
+        return ",".join(c.id for c in self._catalog if c.family == "scope" and not c.general and c.id in self.enabled)
+
+    def autofuse_flags(self) -> str:
+        """The `AUTOFUSE_FLAGS` value; `--enable_autofuse=false` when AutoFuse is switched off."""
+        return replace(self.autofuse, enable_autofuse=AUTOFUSE_PASS_ID in self.enabled).to_string()
+
+    def switch_file(self) -> FusionSwitches:
+        """Every FuseLens pass with its state (general ones on), then the imported foreign entries."""
+        graph_fusion = {c.id: "on" if c.general or c.id in self.enabled else "off" for c in self._catalog}
+        foreign = self.foreign_switches
+        return FusionSwitches(graph_fusion={**foreign.graph_fusion, **graph_fusion}, ub_fusion=dict(foreign.ub_fusion))
+
+    def to_switch_forms(self) -> SwitchForms:
+        return SwitchForms(split_ids(self.scope_list()), self.autofuse_flags(), self.switch_file())
+
+    # ---- saved configurations ----------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {"enabled": sorted(self.enabled), "autofuse_flags": self.autofuse.to_string(),
+                "scope_rule_files": list(self.scope_rule_files), "skipped_matches": sorted(self.skipped_matches),
+                "foreign_switches": {k: v for k, v in self.foreign_switches.sections().items() if v}}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], source: str = "<configuration>") -> PassConfig:
+        try:
+            config = cls(frozenset())
+            for path in data.get("scope_rule_files", []):
+                config = config.with_scope_rules(path)
+            config = config.with_autofuse_flags(data.get("autofuse_flags", ""))
+            config = replace(config, enabled=frozenset(config._switchable(data.get("enabled", []))))
+            foreign = data.get("foreign_switches", {})
+            return replace(config, skipped_matches=frozenset(data.get("skipped_matches", [])),
+                           foreign_switches=FusionSwitches(graph_fusion=dict(foreign.get("GraphFusion", {})),
+                                                           ub_fusion=dict(foreign.get("UBFusion", {}))))
+        except (AttributeError, TypeError) as e:
+            raise FuseLensError(f"{source}: not a FuseLens pass configuration ({e})") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> PassConfig:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise FuseLensError(f"{path}: cannot read the pass configuration ({e})") from None
+        if not isinstance(data, dict):
+            raise FuseLensError(f"{path}: not a FuseLens pass configuration (expected a JSON object)")
+        return cls.from_json(data, str(path))
+
+
+def read_skip_file(path: str | Path) -> list[str]:
+    """One match id per line (`PassId:anchor`); blank lines and `#` comments are ignored."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise FuseLensError(f"{path}: cannot read the skip file ({e})") from None
+    ids = [line.split("#", 1)[0].strip() for line in text.splitlines()]
+    for number, match_id in enumerate(ids, 1):
+        if match_id and ":" not in match_id:
+            raise FuseLensError(f"{path}, line {number}: expected a match id PassId:anchor, got {match_id!r}")
+    return [i for i in ids if i]
+
