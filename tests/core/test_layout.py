@@ -9,7 +9,6 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from core import layout as layout_mod
 from core import proto
 from core.errors import Cancelled
 from core.graph import Graph
@@ -21,6 +20,7 @@ from core.layout import (
     structure_key,
     visible_graph,
 )
+from core.layout import dot as layout_dot
 from core.nodes import make_node
 from core.opclass import BORDER, CATEGORY_TITLES, PALETTE, op_category, ops_in
 
@@ -87,10 +87,10 @@ def test_dot_places_every_box_inside_the_drawing_and_routes_every_edge(load_samp
 def test_dot_over_the_time_limit_falls_back_to_a_layered_layout_with_a_notice(load_sample, monkeypatch):
     graph = load_sample("keras_bn_small_ops")
 
-    def too_slow(source, timeout, cancelled):
+    def too_slow(source, timeout, cancelled=None):
         raise subprocess.TimeoutExpired("dot", timeout)
 
-    monkeypatch.setattr(layout_mod, "_run_dot", too_slow)
+    monkeypatch.setattr(layout_dot, "run_dot", too_slow)
     result = layout_graph(graph, timeout=0.5)
     assert result.engine == "layered" and "longer than 0.5 s" in result.notice
     assert all(result.nodes[e.target].y > result.nodes[e.source].y for e in result.edges)
@@ -120,7 +120,7 @@ def test_the_real_time_limit_kills_dot():
 
 
 def test_missing_dot_falls_back_too(load_sample, monkeypatch):
-    monkeypatch.setattr(layout_mod.shutil, "which", lambda name: None)
+    monkeypatch.setattr(layout_dot.shutil, "which", lambda name: None)
     result = layout_graph(load_sample("conv_bn"))
     assert result.engine == "layered" and "not installed" in result.notice
 

@@ -1,0 +1,76 @@
+"""Layouts cached by graph structure, in memory and as JSON files in the user cache.
+
+Reopening a model, or expanding a scope again, then costs a dictionary lookup (or a file read in
+a new session) instead of a `dot` run. Only `dot` layouts are cached: a fallback is tried again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.errors import FuseLensError
+from core.fused import FUSED_OP_TYPE_ATTR
+from core.graph import Graph
+from core.io import write_bytes_atomic
+from core.layout.model import Layout
+
+LAYOUT_VERSION = 2  # bump when the output changes, so stale disk-cache files are not reused
+
+
+def structure_key(graph: Graph, collapsed: Iterable[str] = ()) -> str:
+    """What the layout depends on: names, ops, wiring, shapes and collapse state, not weight values."""
+    digest = hashlib.sha1(f"v{LAYOUT_VERSION}\n".encode())
+    for node in graph:
+        shapes = node.attr["_output_shapes"].SerializeToString() if "_output_shapes" in node.attr else b""
+        fused = node.attr[FUSED_OP_TYPE_ATTR].s if FUSED_OP_TYPE_ATTR in node.attr else b""
+        digest.update(f"{node.name}\0{node.op}\0{','.join(node.input)}\0".encode() + shapes + fused + b"\n")
+    if graph.shapes_ready and not graph.records_shapes:  # edge labels from inferred shapes
+        digest.update(b"inferred shapes\n")
+    for scope in sorted(collapsed):
+        digest.update(f"collapsed\0{scope}\n".encode())
+    return digest.hexdigest()
+
+
+@dataclass
+class LayoutCache:
+    """Layouts by structure key: in memory, and as JSON files under `directory` when given."""
+
+    directory: Path | None = None
+    limit: int = 32
+    _memory: dict[str, Layout] = field(default_factory=dict)
+
+    def get(self, key: str) -> Layout | None:
+        if key in self._memory:
+            return self._memory[key]
+        if self.directory is None:
+            return None
+        path = self.directory / f"{key}.json"
+        try:
+            layout = Layout.from_json(json.loads(path.read_text()))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # missing or stale file: lay out again
+        self._remember(key, layout)
+        return layout
+
+    def put(self, key: str, layout: Layout) -> None:
+        self._remember(key, layout)
+        if self.directory is not None:
+            with contextlib.suppress(FuseLensError, OSError):  # a read-only cache folder only costs speed
+                write_bytes_atomic(self.directory / f"{key}.json", json.dumps(layout.to_json()).encode())
+
+    def _remember(self, key: str, layout: Layout) -> None:
+        self._memory[key] = layout
+        while len(self._memory) > self.limit:
+            self._memory.pop(next(iter(self._memory)))
+
+
+def default_cache() -> LayoutCache:
+    """The window's cache: `layouts/` in the user cache folder (~/.cache/fuselens unless overridden)."""
+    from core.samples import cache_dir
+
+    return LayoutCache(cache_dir() / "layouts")

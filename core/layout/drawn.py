@@ -1,0 +1,158 @@
+"""What is drawn: which graph nodes become boxes, what each box shows, and the edges between boxes.
+
+Drawn as separate nodes, the Const and Identity(Const) weight reads of a frozen graph make `dot`
+run for minutes (MobileNetV2: killed after 9 min); folded into the op that reads them the same
+graph lays out in a fraction of a second. A collapsed name scope is one box for all its nodes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from core import proto
+from core.fused import FUSED_OP_TYPE_ATTR
+from core.graph import Graph, TensorRef
+from core.layout.model import SCOPE_PREFIX, Layout, LayoutEdge, LayoutNode
+from core.opclass import op_category
+
+# px per character of the view's three label fonts (bold 8.5 pt op type, 7.5 pt name, 6.5 pt weights),
+# measured with DejaVu Sans plus a margin, so that op types such as FusedBatchNormV3 are not clipped
+OP_CHAR_WIDTH = 7.9
+NAME_CHAR_WIDTH = 6.3
+WEIGHT_CHAR_WIDTH = 5.7
+MAX_NODE_WIDTH = 320.0  # wide enough for a 46-character AutoFuse kernel name
+NODE_HEIGHT = 40.0
+WEIGHT_LINE_HEIGHT = 14.0
+
+
+def short_name(name: str, parts: int = 2) -> str:
+    """The last `parts` name components: `block_1_expand_BN/batchnorm/mul_1` -> `batchnorm/mul_1`."""
+    return "/".join(name.split("/")[-parts:])
+
+
+def format_shape(shape: tuple[int | None, ...] | None) -> str:
+    if shape is None:
+        return ""
+    if not shape:
+        return "scalar"
+    return "×".join("?" if d is None else str(d) for d in shape)
+
+
+def const_shape(graph: Graph, name: str) -> tuple[int | None, ...] | None:
+    """Shape of a constant from its TensorProto header, without decoding the values."""
+    source = graph.const_source(name)
+    if source is None:
+        return None
+    return proto.shape_tuple(graph.node(source).attr["value"].tensor.tensor_shape)
+
+
+def tensor_shape(graph: Graph, name: str, port: int) -> tuple[int | None, ...] | None:
+    """The shape recorded in `_output_shapes`, else the graph's inferred shape once it is ready.
+
+    Never triggers TensorFlow's shape inference itself (that imports TensorFlow): the window's
+    fusion worker, which has TensorFlow loaded anyway, fills it in with `Graph.ensure_shapes()`.
+    """
+    node = graph.node(name)
+    if "_output_shapes" in node.attr:
+        shapes = node.attr["_output_shapes"].list.shape
+        return proto.shape_tuple(shapes[port]) if port < len(shapes) else None
+    return graph.output_shape(name, port) if graph.shapes_ready else None
+
+
+def _fold_constants(graph: Graph) -> tuple[list[str], dict[str, list[str]], dict[str, str]]:
+    """(drawn nodes, weights folded into each drawn node, owner of every folded constant)."""
+    folded = {n.name for n in graph if graph.is_const(n.name) and graph.consumers(n.name)}
+    drawn = [n.name for n in graph if n.name not in folded]
+    weights: dict[str, list[str]] = defaultdict(list)
+    owner: dict[str, str] = {}
+    for name in drawn:
+        for ref in graph.inputs(name):
+            if ref.node in folded:
+                weights[name].append(ref.node)
+                node = ref.node
+                while node in folded and node not in owner:
+                    owner[node] = name
+                    inputs = graph.inputs(node)
+                    node = inputs[0].node if inputs else ""
+    # constants read only by other folded constants' dead ends stay with any consumer found
+    for name in folded:
+        owner.setdefault(name, next(iter(graph.consumer_nodes(name)), name))
+    return drawn, weights, owner
+
+
+def _collapsed_scope(name: str, collapsed: frozenset[str]) -> str | None:
+    """The outermost collapsed scope containing `name`, if any."""
+    best = None
+    for scope in collapsed:
+        if name.startswith(scope + "/") and (best is None or len(scope) < len(best)):
+            best = scope
+    return best
+
+
+def _node_size(op: str, title: str, weight_text: str) -> tuple[float, float]:
+    text = max(len(op) * OP_CHAR_WIDTH, len(title) * NAME_CHAR_WIDTH, len(weight_text) * WEIGHT_CHAR_WIDTH)
+    width = min(max(text + 24.0, 84.0), MAX_NODE_WIDTH)
+    return width, NODE_HEIGHT + (WEIGHT_LINE_HEIGHT if weight_text else 0.0)
+
+
+def collapsible_scopes(names: Iterable[str]) -> tuple[str, ...]:
+    """Every scope prefix holding at least two of `names`, outermost first."""
+    counts: dict[str, int] = defaultdict(int)
+    for name in names:
+        parts = name.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            counts["/".join(parts[:i])] += 1
+    return tuple(sorted((s for s, c in counts.items() if c >= 2), key=lambda s: (s.count("/"), s)))
+
+
+def visible_graph(graph: Graph, collapsed: Iterable[str] = ()) -> Layout:
+    """The boxes and edges to draw (positions all zero): constants folded, scopes collapsed."""
+    collapsed = frozenset(collapsed)
+    drawn, weights, const_owner = _fold_constants(graph)
+    owner: dict[str, str] = {}
+    members: dict[str, list[str]] = defaultdict(list)
+    for name in drawn:
+        scope = _collapsed_scope(name, collapsed)
+        key = SCOPE_PREFIX + scope if scope else name
+        owner[name] = key
+        members[key].append(name)
+    for const, consumer in const_owner.items():
+        owner[const] = owner.get(consumer, consumer)
+
+    nodes: dict[str, LayoutNode] = {}
+    for key, names in members.items():
+        box_weights = tuple(w for n in names for w in weights.get(n, ()))
+        if key.startswith(SCOPE_PREFIX):
+            scope = key[len(SCOPE_PREFIX):]
+            op, title, category = "scope", f"{short_name(scope, 2)} ({len(names)} ops)", "other"
+            weight_text = f"{len(box_weights)} weights" if box_weights else ""
+        else:
+            node = graph.node(key)
+            fused_type = graph.attr(key, FUSED_OP_TYPE_ATTR)
+            op = fused_type or node.op
+            title = short_name(key)
+            category = op_category(node.op, fused=fused_type is not None)
+            weight_text = "  ".join(format_shape(const_shape(graph, w)) or "?" for w in box_weights)
+        width, height = _node_size(op, title, weight_text)
+        nodes[key] = LayoutNode(key, op, title, category, tuple(names), box_weights, weight_text,
+                                width=width, height=height)
+
+    edges: list[LayoutEdge] = []
+    seen: set[tuple[str, str, bool]] = set()
+    for name in drawn:
+        target = owner[name]
+        refs = graph.inputs(name) + [TensorRef(c, control=True) for c in graph.control_inputs(name)]
+        for ref in refs:
+            source = owner.get(ref.node)
+            if source is None or source == target or (ref.control and graph.is_const(ref.node)):
+                continue
+            if ref.node in const_owner:  # a folded weight is not an edge
+                continue
+            edge_id = (source, target, ref.control)
+            if edge_id in seen:
+                continue
+            seen.add(edge_id)
+            label = "" if ref.control else format_shape(tensor_shape(graph, ref.node, ref.port))
+            edges.append(LayoutEdge(source, target, str(ref), label, ref.control))
+    return Layout(nodes, edges, owner, collapsed=collapsed, scopes=collapsible_scopes(drawn))

@@ -1,0 +1,78 @@
+"""What a layout is: the boxes and edges the view draws, their positions, and a JSON form for the disk cache.
+
+Coordinates are scene pixels, y pointing down, node positions are centres.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+from core.opclass import Category
+
+SCOPE_PREFIX = "scope:"
+
+
+@dataclass(frozen=True)
+class LayoutNode:
+    key: str  # the graph node's name, or SCOPE_PREFIX + scope for a collapsed scope box
+    op: str  # op type shown; a fused node shows its fused op type, a scope box "scope"
+    title: str  # short name shown under the op
+    category: Category
+    members: tuple[str, ...]  # graph nodes drawn by this box (itself, or every node of the scope)
+    weights: tuple[str, ...] = ()  # constants (or Identity reads of them) folded into this box
+    weight_text: str = ""  # shapes of the folded weights, one line
+    x: float = 0.0
+    y: float = 0.0
+    width: float = 0.0
+    height: float = 0.0
+
+    @property
+    def is_scope(self) -> bool:
+        return self.key.startswith(SCOPE_PREFIX)
+
+
+@dataclass(frozen=True)
+class LayoutEdge:
+    source: str  # layout node keys
+    target: str
+    tensor: str  # the producer tensor, `name` or `name:port`; control edges `^name`
+    label: str  # tensor shape, "" when unknown
+    control: bool = False
+    points: tuple[tuple[float, float], ...] = ()  # B-spline control points (dot) or a polyline (layered)
+    spline: bool = True
+
+
+@dataclass
+class Layout:
+    nodes: dict[str, LayoutNode]
+    edges: list[LayoutEdge]
+    owner: dict[str, str]  # every graph node -> key of the box that draws it
+    width: float = 0.0
+    height: float = 0.0
+    engine: str = "dot"  # "dot" or "layered"
+    notice: str = ""  # why the fallback was used
+    seconds: float = 0.0
+    collapsed: frozenset[str] = frozenset()
+    scopes: tuple[str, ...] = ()  # scopes that can be collapsed (two or more drawn nodes)
+    cached: bool = False
+
+    def place(self, positions: dict[str, tuple[float, float]]) -> None:
+        """Move every box to its centre in `positions` (boxes are frozen, so they are replaced)."""
+        self.nodes = {key: replace(node, x=positions[key][0], y=positions[key][1])
+                      for key, node in self.nodes.items()}
+
+    def to_json(self) -> dict:
+        return {"nodes": [asdict(n) for n in self.nodes.values()], "edges": [asdict(e) for e in self.edges],
+                "owner": self.owner, "width": self.width, "height": self.height, "engine": self.engine,
+                "notice": self.notice, "seconds": self.seconds, "collapsed": sorted(self.collapsed),
+                "scopes": list(self.scopes)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Layout:
+        nodes = {}
+        for n in data["nodes"]:
+            n = dict(n, members=tuple(n["members"]), weights=tuple(n["weights"]))
+            nodes[n["key"]] = LayoutNode(**n)
+        edges = [LayoutEdge(**dict(e, points=tuple(tuple(p) for p in e["points"]))) for e in data["edges"]]
+        return cls(nodes, edges, data["owner"], data["width"], data["height"], data["engine"], data["notice"],
+                   data["seconds"], frozenset(data["collapsed"]), tuple(data["scopes"]))
