@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,14 +39,19 @@ def structure_key(graph: Graph, collapsed: Iterable[str] = ()) -> str:
 
 @dataclass
 class LayoutCache:
-    """Layouts by structure key: in memory, and as JSON files under `directory` when given."""
+    """Layouts by structure key: the `limit` most recently used in memory, every one on disk under `directory`.
+
+    Least recently used goes first, so the layouts of the open model's two panes, asked for again
+    on every scope toggle, stay in memory while other models come and go.
+    """
 
     directory: Path | None = None
     limit: int = 32
-    _memory: dict[str, Layout] = field(default_factory=dict)
+    _memory: OrderedDict[str, Layout] = field(default_factory=OrderedDict)
 
     def get(self, key: str) -> Layout | None:
         if key in self._memory:
+            self._memory.move_to_end(key)
             return self._memory[key]
         if self.directory is None:
             return None
@@ -65,8 +71,9 @@ class LayoutCache:
 
     def _remember(self, key: str, layout: Layout) -> None:
         self._memory[key] = layout
+        self._memory.move_to_end(key)
         while len(self._memory) > self.limit:
-            self._memory.pop(next(iter(self._memory)))
+            self._memory.popitem(last=False)
 
 
 def default_cache() -> LayoutCache:

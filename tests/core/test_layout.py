@@ -14,6 +14,7 @@ from core.errors import Cancelled
 from core.graph import Graph
 from core.layout import (
     SCOPE_PREFIX,
+    Layout,
     LayoutCache,
     collapsible_scopes,
     layout_graph,
@@ -140,6 +141,17 @@ def test_cache_by_structure_in_memory_and_on_disk(load_sample, tmp_path):
     assert fresh.cached and fresh.to_json() == first.to_json()
     collapsed = layout_graph(graph, {"bn_default"}, cache=cache)
     assert not collapsed.cached and SCOPE_PREFIX + "bn_default" in collapsed.nodes
+
+
+def test_the_memory_cache_evicts_the_least_recently_used():
+    cache = LayoutCache(limit=2)
+    first, second, third = (Layout({}, [], {}) for _ in range(3))
+    cache.put("first", first)
+    cache.put("second", second)
+    assert cache.get("first") is first  # used again: now the most recent
+    cache.put("third", third)
+    assert cache.get("second") is None  # first in, first out would have dropped `first` instead
+    assert cache.get("first") is first and cache.get("third") is third
 
 
 def test_structure_key_ignores_weight_values_but_not_wiring_or_collapse(load_sample):
