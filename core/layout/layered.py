@@ -5,6 +5,7 @@ Cheap enough for any graph size; it does not try to reduce crossings, so the vie
 
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
 from dataclasses import replace
 
@@ -15,27 +16,39 @@ GAP_X = 24.0
 GAP_Y = 36.0
 
 
+def layer_ranks(layout: Layout) -> dict[str, int]:
+    """Row of every box: its longest path from a source, which is its topological generation.
+
+    A cycle (a TF1 while loop, or a collapsed scope that both feeds and reads a box outside it)
+    leaves boxes without a generation: one fed by ranked boxes goes a row below the lowest of
+    them, the others each get a row of their own after everything else, in graph order.
+    """
+    import networkx as nx  # here, not at import: 0.1 s the window only pays when dot is not used
+
+    drawn = nx.DiGraph()
+    drawn.add_nodes_from(layout.nodes)
+    drawn.add_edges_from((edge.source, edge.target) for edge in layout.edges)
+    rank: dict[str, int] = {}
+    with contextlib.suppress(nx.NetworkXUnfeasible):  # raised once the generations left are cyclic
+        for depth, generation in enumerate(nx.topological_generations(drawn)):
+            rank.update(dict.fromkeys(generation, depth))
+    unranked = [key for key in layout.nodes if key not in rank]
+    fed = {key: [rank[p] + 1 for p in drawn.predecessors(key) if p in rank] for key in unranked}
+    rank.update({key: max(below) for key, below in fed.items() if below})
+    next_row = max(rank.values(), default=0) + 1
+    for key in unranked:
+        if key not in rank:
+            rank[key] = next_row
+            next_row += 1
+    return rank
+
+
 def layered_positions(layout: Layout) -> None:
-    """The cheap fallback: rank = longest path from a source, order in a rank by parents' mean x."""
+    """Rows by `layer_ranks`, each row ordered by its boxes' inputs' mean x; edges as straight lines."""
     preds: dict[str, list[str]] = defaultdict(list)
-    succs: dict[str, list[str]] = defaultdict(list)
     for edge in layout.edges:
         preds[edge.target].append(edge.source)
-        succs[edge.source].append(edge.target)
-    indegree = {key: len(preds[key]) for key in layout.nodes}
-    ready = [key for key, d in indegree.items() if d == 0]
-    rank: dict[str, int] = dict.fromkeys(ready, 0)
-    order: list[str] = []
-    while ready:
-        key = ready.pop()
-        order.append(key)
-        for nxt in succs[key]:
-            rank[nxt] = max(rank.get(nxt, 0), rank[key] + 1)
-            indegree[nxt] -= 1
-            if indegree[nxt] == 0:
-                ready.append(nxt)
-    for key in layout.nodes:  # nodes on a cycle (TF1 loops): after everything else
-        rank.setdefault(key, max(rank.values(), default=0) + 1)
+    rank = layer_ranks(layout)
     rows: dict[int, list[str]] = defaultdict(list)
     for key in layout.nodes:
         rows[rank[key]].append(key)

@@ -22,6 +22,7 @@ from core.layout import (
     visible_graph,
 )
 from core.layout import dot as layout_dot
+from core.layout.layered import layer_ranks, layered_positions
 from core.nodes import make_node
 from core.opclass import BORDER, CATEGORY_TITLES, PALETTE, op_category, ops_in
 
@@ -101,6 +102,34 @@ def test_dot_over_the_time_limit_falls_back_to_a_layered_layout_with_a_notice(lo
     for row in rows.values():  # boxes in a row do not overlap
         row.sort(key=lambda n: n.x)
         assert all(a.x + a.width / 2 <= b.x - b.width / 2 for a, b in pairwise(row))
+
+
+def while_loop_graph() -> Graph:
+    """A TF1 while loop: NextIteration feeds Merge back, so the drawn graph has a cycle."""
+    nodes = [make_node("Placeholder", "x", attrs={"dtype": proto.AttrValue(type=proto.DT_FLOAT)}),
+             make_node("Enter", "while/Enter", ["x"]),
+             make_node("Merge", "while/Merge", ["while/Enter", "while/NextIteration"]),
+             make_node("Less", "while/Less", ["while/Merge", "x"]),
+             make_node("LoopCond", "while/LoopCond", ["while/Less"]),
+             make_node("Switch", "while/Switch", ["while/Merge", "while/LoopCond"]),
+             make_node("Identity", "while/Identity", ["while/Switch:1"]),
+             make_node("AddV2", "while/add", ["while/Identity", "x"]),
+             make_node("NextIteration", "while/NextIteration", ["while/add"]),
+             make_node("Exit", "while/Exit", ["while/Switch"]),
+             make_node("Relu", "out", ["while/Exit"])]
+    return Graph.from_nodes(nodes, source="while loop")
+
+
+def test_the_fallback_places_a_while_loop_below_its_inputs():
+    view = visible_graph(while_loop_graph())
+    rank = layer_ranks(view)
+    assert rank["x"] == 0 and rank["while/Enter"] == 1
+    assert rank["while/Merge"] == 2  # one row below its input from outside the loop
+    unfed = ["while/LoopCond", "while/Switch", "while/Identity", "while/NextIteration", "while/Exit", "out"]
+    assert [rank[k] for k in unfed] == list(range(3, 3 + len(unfed)))  # after everything, one row each
+    layered_positions(view)
+    assert len({(n.x, n.y) for n in view.nodes.values()}) == len(view.nodes)
+    assert all(len(e.points) == 2 for e in view.edges)
 
 
 def wide_random_dag(count: int, seed: int = 0) -> Graph:
