@@ -24,7 +24,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from core.loaders import load_model  # noqa: E402
 from core.runtime import RunRequest, run  # noqa: E402
-from passes.registry import default_pass_ids, get_pass, run_pipeline  # noqa: E402
+from passes.config import PassConfig  # noqa: E402
+from passes.registry import run_pipeline  # noqa: E402
 
 
 def main() -> int:
@@ -36,7 +37,7 @@ def main() -> int:
 
     graph = load_model(args.model).graph
     variants = {"AMCT + AutoFuse (defaults)": run_pipeline(graph),
-                "AMCT only": run_pipeline(graph, [i for i in default_pass_ids() if get_pass(i).family != "autofuse"])}
+                "AMCT only": run_pipeline(graph, PassConfig.default().with_pass("AutoFusePass", on=False))}
     print(f"{args.model}: {len(graph)} nodes, {args.steps} timed steps after {args.warmup} warm-up, CPU, "
           f"{os.cpu_count()} cores\n")
     print("| graph | nodes | median step, no trace (ms) | median step, FULL_TRACE (ms) | profiling overhead | "
@@ -47,8 +48,8 @@ def main() -> int:
         results = {}
         for traced in (False, True):
             start = time.perf_counter()
-            results[traced] = run(RunRequest(graph, pipeline.fused, model=args.model, steps=args.steps,
-                                             warmup=args.warmup, trace=traced,
+            results[traced] = run(RunRequest(graph, pipeline.fused, model=args.model, config=pipeline.config,
+                                             steps=args.steps, warmup=args.warmup, trace=traced,
                                              original_to_final=pipeline.provenance.original_to_final()))
             results[traced].seconds = time.perf_counter() - start
         for label, g in (("original", graph), ("fused", pipeline.fused)):

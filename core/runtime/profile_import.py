@@ -1,4 +1,7 @@
-"""Open a profile for the window: a FuseLens run file, an msprof op_summary / op_statistic CSV or a PROF_* folder.
+"""Open a profile: a FuseLens run file, an msprof op_summary / op_statistic CSV or a PROF_* folder.
+
+The window and `fuselens import-profile` both call `import_run_file`, so a profile lands on the
+same graph whichever opens it.
 
 A single NPU run is usually of the fused model (its kernels are named `autofuse_pointwise_0_Abs_Relu_Exp`,
 not `abs_0`), but nothing in the file says which graph it ran; so it is mapped to the graph

@@ -1,8 +1,8 @@
 """What the window's run-and-profile views show and read, computed without Qt.
 
 The GUI's bar chart, timeline, kernel table, summary cards and heat overlay all read these
-figures, and its input-shape field is parsed here, so all of it is testable headless and the
-same numbers appear in every view.
+figures, and its input-shape field (like the CLI's `--input-shape`) is parsed here, so all of it
+is testable headless and the same numbers appear in every view.
 """
 
 from __future__ import annotations
@@ -166,8 +166,10 @@ def open_inputs(graph: Graph) -> dict[str, str]:
     return offered
 
 
-def parse_input_shapes(text: str) -> dict[str, tuple[int, ...]]:
-    """`input_1=1,224,224,3; mask=1,128` as {input: shape}; a FuseLensError says which part is wrong."""
+def parse_input_shapes(text: str, source: str = "input shapes") -> dict[str, tuple[int, ...]]:
+    """`input_1=1,224,224,3; mask=1,128` as {input: shape}: the window's shape field, and the CLI's
+    `--input-shape` values joined by `;`, so both accept and refuse the same text. A FuseLensError
+    names `source` and the part that is wrong."""
     shapes = {}
     for part in filter(None, (p.strip() for p in text.split(";"))):
         name, sep, dims = part.partition("=")
@@ -176,7 +178,7 @@ def parse_input_shapes(text: str) -> dict[str, tuple[int, ...]]:
         except ValueError:
             shape = ()
         if not sep or not name.strip() or not shape or any(d < 0 for d in shape):
-            raise FuseLensError(f"input shapes: {part!r} is not NAME=D1,D2,... with whole numbers "
+            raise FuseLensError(f"{source}: {part!r} is not NAME=D1,D2,... with whole numbers "
                                 f"(e.g. input_1=1,224,224,3)")
         shapes[name.strip()] = shape
     return shapes

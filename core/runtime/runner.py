@@ -32,7 +32,7 @@ from core.graph import Graph
 from core.runtime.backends import BACKENDS
 from core.runtime.compare import compare_outputs, pair_outputs
 from core.runtime.result import RunResult
-from core.runtime.switch_file import SwitchForms
+from core.runtime.switch_file import PassChoice
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 STDERR_TAIL_LINES = 3
@@ -58,12 +58,14 @@ class Progress:
 @dataclass
 class RunRequest:
     """What to run. `original` / `fused` are a Graph, GraphDef bytes or a model path; the parent
-    runs the passes (core never imports passes), so the fused graph comes ready-made."""
+    runs the passes (core never imports passes), so the fused graph comes ready-made, with the
+    pass configuration that made it (`config`: the result records its passes, the NPU backend
+    takes its switch forms)."""
 
     original: Graph | bytes | str | os.PathLike[str]
     fused: Graph | bytes | str | os.PathLike[str] | None = None
     model: str = ""
-    pass_ids: Sequence[str] = ()
+    config: PassChoice | None = None
     backend: str = "cpu"
     steps: int = 100
     warmup: int = 10
@@ -73,7 +75,6 @@ class RunRequest:
     timeout: float | None = 600.0
     trace: bool = True  # RunOptions FULL_TRACE step stats (the kernel table); off: wall times only
     grappler: bool = True  # off: the graphs run as written (Grappler would compose Abs+Relu into one kernel)
-    switches: SwitchForms | None = None  # the NPU backend's enable_scope_fusion_passes / AUTOFUSE_FLAGS / switch file
     original_to_final: Mapping[str, Sequence[str]] | None = None  # provenance, to pair renamed outputs
     profiling_dir: str | None = None  # NPU: where msprof data goes (default: a temp folder)
 
@@ -142,12 +143,13 @@ def prepare_job(request: RunRequest) -> tuple[dict[str, Any], list[tuple[str, st
     else:
         pairs = []
         graphs = [("original", original, [f"{o}:0" for o in original.outputs()])]
-    if request.backend == "npu" and request.switches is None:
-        raise FuseLensError("the npu backend needs the switch forms (RunRequest.switches)")
+    if request.backend == "npu" and request.config is None:
+        raise FuseLensError("the npu backend needs the pass configuration (RunRequest.config) for its switches")
     job = {
         "graphs": [(label, g.graph_def.SerializeToString(), fetches) for label, g, fetches in graphs],
         "feeds": feeds, "backend": request.backend, "steps": request.steps, "warmup": request.warmup,
-        "trace": request.trace, "grappler": request.grappler, "switches": request.switches,
+        "trace": request.trace, "grappler": request.grappler,
+        "switches": request.config.to_switch_forms() if request.backend == "npu" else None,
         "profiling_dir": request.profiling_dir,
     }
     return job, pairs
@@ -285,8 +287,9 @@ class RunHandle:
         outputs = payload["outputs"]
         comparison = compare_outputs(outputs["original"], outputs["fused"], pairs) if "fused" in outputs else []
         return RunResult(model=request.model, backend=request.backend, steps=request.steps, warmup=request.warmup,
-                         traced=request.trace, pass_ids=list(request.pass_ids), graphs=payload["graphs"],
-                         comparison=comparison, seconds=round(time.monotonic() - self._started, 3))
+                         traced=request.trace, pass_ids=request.config.pass_ids() if request.config else [],
+                         graphs=payload["graphs"], comparison=comparison,
+                         seconds=round(time.monotonic() - self._started, 3))
 
 
 def start_run(request: RunRequest, on_progress: Callable[[Progress], None] | None = None) -> RunHandle:

@@ -8,14 +8,11 @@ import pytest
 
 from core.errors import FuseLensError
 from core.runtime.npu_script import render_npu_script
-from core.runtime.switch_file import switch_forms
+from core.runtime.switch_file import FusionSwitches, SwitchForms
 
-CATALOG = [{"id": "ScopeLayerNormPass", "family": "scope", "general": True},
-           {"id": "ScopeInstanceNormPass", "family": "scope", "general": False},
-           {"id": "ConvBatchnormFusionPass", "family": "amct", "general": False},
-           {"id": "AutoFusePass", "family": "autofuse", "general": False}]
-FORMS = switch_forms(CATALOG, ["ScopeLayerNormPass", "ScopeInstanceNormPass", "AutoFusePass"],
-                     "--enable_autofuse=true;--autofuse_enable_pass=reduce,concat")
+FORMS = SwitchForms(["ScopeInstanceNormPass"], "--enable_autofuse=true;--autofuse_enable_pass=reduce,concat",
+                    FusionSwitches(graph_fusion={"ScopeLayerNormPass": "on", "ScopeInstanceNormPass": "on",
+                                                 "ConvBatchnormFusionPass": "off", "AutoFusePass": "on"}))
 GRAPHS = {"original": ("m_original.pb", ["exp_0:0"]), "fused": ("m_fused.pb", ["autofuse_pointwise_0:0"])}
 
 

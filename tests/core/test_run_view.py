@@ -27,7 +27,7 @@ from core.runtime.run_view import (
     timeline_lanes,
     top_kernels,
 )
-from core.runtime.switch_file import switch_forms
+from passes.config import PassConfig
 from passes.registry import run_pipeline
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
@@ -122,6 +122,8 @@ def test_input_shapes_are_offered_for_open_dimensions_and_parsed(load_sample):
     for bad in ("image", "image=1,?,3", "=1,2", "image=-1"):
         with pytest.raises(FuseLensError, match="NAME=D1,D2"):
             parse_input_shapes(bad)
+    with pytest.raises(FuseLensError, match=r"^--input-shape: 'image=x' is not NAME=D1,D2"):
+        parse_input_shapes("image=x", "--input-shape")  # the CLI names its option
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +131,7 @@ def abs_relu_exp_graphs():
     from core.loaders import load_model
 
     original = load_model("abs_relu_exp").graph
-    return original, run_pipeline(original, ["AutoFusePass"], {}).fused
+    return original, run_pipeline(original, ["AutoFusePass"]).fused
 
 
 def test_op_summary_of_the_fused_model_lands_on_the_fused_graph(tmp_path, abs_relu_exp_graphs):
@@ -169,14 +171,13 @@ def test_run_file_round_trip_and_bad_paths(tmp_path):
 
 def test_npu_bundle_writes_the_script_and_both_graphs(tmp_path, abs_relu_exp_graphs):
     original, fused = abs_relu_exp_graphs
-    forms = switch_forms([{"id": "AutoFusePass", "family": "autofuse", "general": False}], ["AutoFusePass"],
-                         "--enable_autofuse=true")
     paths = write_npu_bundle(tmp_path / "run_on_npu.py", model="abs_relu_exp", original=original, fused=fused,
-                             forms=forms, mode="tf2-compat", steps=7, warmup=2)
+                             config=PassConfig.from_ids(["AutoFusePass"]), mode="tf2-compat", steps=7, warmup=2)
     assert [p.name for p in paths] == ["run_on_npu_original.pb", "run_on_npu_fused.pb", "run_on_npu.py"]
     script = paths[-1].read_text()
     compile(script, str(paths[-1]), "exec")
     assert "MODE = 'tf2-compat'" in script and "STEPS = 7" in script and f"'{FUSED}:0'" in script
+    assert "AUTOFUSE_FLAGS = '--enable_autofuse=true" in script and '"AutoFusePass": "on"' in script
     assert Graph.from_bytes(paths[1].read_bytes(), source="fused").op(FUSED) in fused.functions
 
 

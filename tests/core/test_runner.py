@@ -18,7 +18,8 @@ from core.nodes import make_const, make_node
 from core.runtime import RunRequest, RunResult, run, start_run
 from core.runtime.backends import detect, detect_backends
 from core.runtime.child import FAULT_ENV
-from core.runtime.runner import load_npz_inputs
+from core.runtime.runner import load_npz_inputs, prepare_job
+from core.runtime.switch_file import FusionSwitches, SwitchForms
 from passes.fused import fuse_subgraph
 
 FUSED_NAME = "autofuse_pointwise_0_Abs_Relu_Exp"
@@ -60,12 +61,26 @@ def abs_relu_exp(load_sample):
     return original, editor.build()
 
 
+class Chosen:
+    """A pass configuration as core sees one (core.runtime.switch_file.PassChoice), without importing passes."""
+
+    def __init__(self, *pass_ids: str):
+        self.ids = list(pass_ids)
+
+    def pass_ids(self) -> list[str]:
+        return self.ids
+
+    def to_switch_forms(self) -> SwitchForms:
+        return SwitchForms([], "--enable_autofuse=true", FusionSwitches(graph_fusion=dict.fromkeys(self.ids, "on")))
+
+
 def test_run_profiles_both_graphs_and_compares_outputs(abs_relu_exp, tmp_path):
     original, fused = abs_relu_exp
     np.savez(tmp_path / "in.npz", data1=np.random.default_rng(3).normal(size=(128, 192)).astype(np.float16))
     seen = []
-    result = run(RunRequest(original, fused, model="abs_relu_exp", steps=20, warmup=2, inputs=tmp_path / "in.npz"),
-                 seen.append)
+    result = run(RunRequest(original, fused, model="abs_relu_exp", config=Chosen("AutoFusePass"), steps=20, warmup=2,
+                            inputs=tmp_path / "in.npz"), seen.append)
+    assert result.pass_ids == ["AutoFusePass"]
 
     assert [(p.graph, p.phase, p.step) for p in seen if p.phase == "run" and p.step == 20] == \
         [("original", "run", 20), ("fused", "run", 20)]
@@ -85,6 +100,15 @@ def test_run_profiles_both_graphs_and_compares_outputs(abs_relu_exp, tmp_path):
 
     saved = RunResult.load(result.save(tmp_path / "run.json"))
     assert saved.to_json() == result.to_json()
+
+
+def test_the_configuration_gives_the_npu_backend_its_switch_forms(abs_relu_exp):
+    original, fused = abs_relu_exp
+    with pytest.raises(FuseLensError, match="the npu backend needs the pass configuration"):
+        prepare_job(RunRequest(original, fused, backend="npu"))
+    job, _ = prepare_job(RunRequest(original, fused, config=Chosen("AutoFusePass"), backend="npu"))
+    assert job["switches"] == Chosen("AutoFusePass").to_switch_forms()
+    assert prepare_job(RunRequest(original, fused, config=Chosen("AutoFusePass")))[0]["switches"] is None
 
 
 def test_nan_in_one_graph_is_flagged_and_not_allclose():

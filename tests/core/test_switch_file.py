@@ -1,4 +1,5 @@
-"""Fusion switch file: JSON and line forms both ways, bad entries named; the three NPU switch forms."""
+"""Fusion switch file: JSON and line forms both ways, bad entries named (the three switch forms of a
+pass configuration are tested with PassConfig, in tests/passes/test_config.py)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,11 @@ import json
 import pytest
 
 from core.errors import FuseLensError
-from core.runtime.switch_file import FusionSwitches, parse_switch_file, switch_forms
+from core.runtime.switch_file import FusionSwitches, parse_switch_file
 
 FACTS_JSON = """{"Switch": {
   "GraphFusion": {"ALL": "off", "SoftmaxFusionPass": "on", "ConvToFullyConnectionFusionPass": "off"},
   "UBFusion": {"ALL": "off", "TbePool2dQuantFusionPass": "on"}}}"""
-CATALOG = [
-    {"id": "ScopeLayerNormPass", "family": "scope", "general": True},
-    {"id": "ScopeInstanceNormPass", "family": "scope", "general": False},
-    {"id": "ScopeDecodeBboxV2Pass", "family": "scope", "general": False},
-    {"id": "ConvBatchnormFusionPass", "family": "amct", "general": False},
-    {"id": "AutoFusePass", "family": "autofuse", "general": False},
-]
-
-
 def test_json_form_round_trip():
     switches = parse_switch_file(FACTS_JSON, "fusion_switch.json")
     assert switches.graph_fusion == {"ALL": "off", "SoftmaxFusionPass": "on", "ConvToFullyConnectionFusionPass": "off"}
@@ -48,14 +40,3 @@ def test_bad_switch_files_are_named(text, message):
     with pytest.raises(FuseLensError, match=message):
         parse_switch_file(text, "sw")
 
-
-def test_three_switch_forms_from_a_selection():
-    forms = switch_forms(CATALOG, ["ScopeLayerNormPass", "ScopeDecodeBboxV2Pass", "AutoFusePass"],
-                         "--enable_autofuse=true;--autofuse_enable_pass=reduce")
-    assert forms.scope_passes == ["ScopeDecodeBboxV2Pass"]  # general passes are on without being listed
-    assert forms.autofuse_flags == "--enable_autofuse=true;--autofuse_enable_pass=reduce"
-    assert forms.fusion_switches.graph_fusion == {
-        "ScopeLayerNormPass": "on", "ScopeInstanceNormPass": "off", "ScopeDecodeBboxV2Pass": "on",
-        "ConvBatchnormFusionPass": "off", "AutoFusePass": "on"}
-    off = switch_forms(CATALOG, ["ScopeLayerNormPass"], "--enable_autofuse=true")
-    assert off.autofuse_flags == "--enable_autofuse=false" and off.scope_passes == []
