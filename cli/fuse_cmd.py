@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from cli import print_json
-from cli.pass_args import add_pass_selection_args, selection_from_args
+from cli.pass_args import add_pass_selection_args
 from core.io import check_output_path, write_bytes_atomic, write_json_atomic
 from core.loaders import load_model
 
@@ -46,16 +46,17 @@ def run_passes(args: argparse.Namespace) -> int:
 
 
 def run_fuse(args: argparse.Namespace) -> int:
+    from passes.config import PassConfig
     from passes.registry import run_pipeline
     from passes.report import build_report, format_report
 
+    config = PassConfig.from_args(args)  # a bad option or rule file fails before the model loads
     model = load_model(args.model)
     protect = model.path if Path(model.path).exists() else None
     for out in (args.output, args.report):  # refuse before any work or any write
         if out:
             check_output_path(out, protect=protect)
-    selection = selection_from_args(args)
-    pipeline = run_pipeline(model.graph, selection.pass_ids, selection.options)
+    pipeline = run_pipeline(model.graph, config)
     report = build_report(pipeline, model=args.model)
     if args.output:
         write_bytes_atomic(args.output, pipeline.fused.graph_def.SerializeToString(deterministic=True),

@@ -1,20 +1,14 @@
-"""Pass selection flags shared by `fuse` and `run` (and what they turn into)."""
+"""The pass-selection options of `fuse`, `run`, `import-profile` and `export-npu-script`.
+
+Only the options live here: `passes.config.PassConfig.from_args` turns them into the one
+configuration the pipeline, the runner and the NPU bundle take, as the window's pass panel does.
+"""
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field
-from typing import Any
 
-
-@dataclass
-class PassSelection:
-    pass_ids: list[str]
-    options: dict[str, Any] = field(default_factory=dict)
-
-
-def split_ids(values: list[str] | None) -> list[str]:
-    return [item.strip() for value in values or [] for item in value.split(",") if item.strip()]
+from cli import flag_string
 
 
 def add_pass_selection_args(parser: argparse.ArgumentParser) -> None:
@@ -23,20 +17,16 @@ def add_pass_selection_args(parser: argparse.ArgumentParser) -> None:
                        help="comma-separated pass ids to switch on (on top of the defaults)")
     group.add_argument("--disable", action="append", metavar="IDS",
                        help="comma-separated pass ids to switch off")
-    group.add_argument("--autofuse-flags", metavar="STR",
-                       help='AutoFuse switches in AUTOFUSE_FLAGS syntax; write it with = since it starts with --: '
-                            '--autofuse-flags="--autofuse_enable_pass=reduce,concat"')
     group.add_argument("--enable-scope-passes", action="append", metavar="NAMES",
                        help="the toolchain's enable_scope_fusion_passes: comma-separated scope pass names to switch on")
-    group.add_argument("--scope-rules", metavar="FILE", help="a YAML or JSON file of user scope fusion rules")
-
-
-def selection_from_args(args: argparse.Namespace) -> PassSelection:
-    from passes.autofuse.flags import parse_autofuse_flags
-    from passes.registry import resolve_pass_ids
-    from passes.scope.switches import select_scope_passes
-
-    flags = getattr(args, "autofuse_flags", None)
-    options = {"autofuse_flags": parse_autofuse_flags(flags)} if flags is not None else {}
-    scope_ids = select_scope_passes(args.enable_scope_passes, args.scope_rules)
-    return PassSelection(resolve_pass_ids(split_ids(args.enable) + scope_ids, split_ids(args.disable)), options)
+    group.add_argument("--scope-rules", action="append", metavar="FILE",
+                       help="a YAML or JSON file of user scope fusion rules (repeatable)")
+    group.add_argument("--autofuse-flags", type=flag_string, metavar="STR",
+                       help="AutoFuse switches in AUTOFUSE_FLAGS syntax, e.g. "
+                            '--autofuse-flags "--enable_autofuse=true;--autofuse_enable_pass=reduce"')
+    group.add_argument("--switch-file", metavar="F",
+                       help="a fusion switch file: JSON {\"Switch\": {\"GraphFusion\": {\"ALL\": \"off\", ...}}} "
+                            "or PassName:on|off lines")
+    group.add_argument("--skip-match", action="append", metavar="ID",
+                       help="keep one match (PassId:anchor) out of fusion while its pass stays on (repeatable)")
+    group.add_argument("--skip-file", metavar="F", help="match ids to skip, one PassId:anchor per line")

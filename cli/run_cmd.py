@@ -6,20 +6,24 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli import print_json
-from cli.pass_args import PassSelection, add_pass_selection_args, selection_from_args
-from core.errors import FuseLensError
-from core.graph import Graph
-from core.loaders import load_model
+from cli.pass_args import add_pass_selection_args
+from core.loaders import LoadedModel, load_model
+from core.runtime.backends import BACKENDS
+from core.runtime.npu_script import MODES
+from core.runtime.run_view import parse_input_shapes
+
+if TYPE_CHECKING:
+    from passes.registry import PipelineResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run the original and the fused graph; compare outputs and per-kernel timings")
     p.add_argument("model", help="a model file or directory, or a sample name")
     add_pass_selection_args(p)
-    p.add_argument("--backend", choices=["cpu", "gpu", "npu"], default="cpu")
+    p.add_argument("--backend", choices=BACKENDS, default=BACKENDS[0])
     p.add_argument("--steps", type=int, default=100, help="timed steps (default 100)")
     p.add_argument("--warmup", type=int, default=10, help="untimed steps first (default 10)")
     _add_input_args(p)
@@ -36,9 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_run)
 
     p = sub.add_parser("import-profile", help="read msprof op_summary/op_statistic CSVs or a PROF_* folder")
-    p.add_argument("path", help="op_summary_*.csv, op_statistic_*.csv, a PROF_* folder, or a folder with "
-                                "original/ and fused/ runs (as the exported NPU script writes it)")
-    p.add_argument("--model", help="map kernels to the nodes of this model (and of its fused graph)")
+    p.add_argument("path", help="op_summary_*.csv, op_statistic_*.csv, a PROF_* folder, a folder with "
+                                "original/ and fused/ runs (as the exported NPU script writes it), or a run file")
+    p.add_argument("--model", help="map kernels to the nodes of this model or of its fused graph, whichever "
+                                   "fits the kernel names (as the window does)")
     add_pass_selection_args(p)
     p.add_argument("--save", metavar="RUN.json", help="write the run file (the GUI opens it)")
     p.add_argument("--json", action="store_true", help="print the imported result as JSON")
@@ -47,8 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export-npu-script", help="write a script that runs original and fused on an Ascend host")
     p.add_argument("model", help="a model file or directory, or a sample name")
     add_pass_selection_args(p)
-    p.add_argument("--mode", choices=["tf1", "tf2-compat"], default="tf1",
-                   help="tf1: TF 1.15 + npu_bridge; tf2-compat: TF 2.6.5 + npu_device (tf.compat.v1)")
+    p.add_argument("--mode", choices=list(MODES), default=next(iter(MODES)),
+                   help="; ".join(f"{mode}: {what}" for mode, what in MODES.items()))
     _add_input_args(p)
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--warmup", type=int, default=10)
@@ -62,35 +67,24 @@ def _add_input_args(p: argparse.ArgumentParser) -> None:
                    help="shape of an input with unknown dimensions (repeatable), e.g. input_1=1,224,224,3")
 
 
-def parse_input_shapes(values: list[str]) -> dict[str, tuple[int, ...]]:
-    shapes = {}
-    for value in values:
-        name, sep, dims = value.partition("=")
-        try:
-            shape = tuple(int(d) for d in dims.split(",") if d.strip())
-        except ValueError:
-            shape = ()
-        if not sep or not name or not shape or any(d < 0 for d in shape):
-            raise FuseLensError(f"--input-shape {value!r}: expected NAME=D1,D2,... with whole numbers")
-        shapes[name.strip()] = shape
-    return shapes
+def input_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
+    """The --input-shape values, parsed as the window parses its shape field."""
+    return parse_input_shapes(";".join(args.input_shape), "--input-shape")
 
 
-def switch_forms_for(selection: PassSelection) -> Any:
-    """The chosen passes in the NPU toolchain's three switch forms."""
-    from core.runtime.switch_file import switch_forms
-    from passes.autofuse.flags import as_autofuse_flags
-    from passes.registry import catalog
-
-    rows = [{"id": c.id, "family": c.family, "general": c.general} for c in catalog()]
-    flags = as_autofuse_flags(selection.options.get("autofuse_flags")).to_string()
-    return switch_forms(rows, selection.pass_ids, flags)
-
-
-def _fuse(graph: Graph, selection: PassSelection) -> Any:
+def fuse_model(args: argparse.Namespace) -> tuple[LoadedModel, PipelineResult]:
+    """`args.model` and its fused graph under the command line's pass configuration (`pipeline.config`)."""
+    from passes.config import PassConfig
     from passes.registry import run_pipeline
 
-    return run_pipeline(graph, selection.pass_ids, selection.options)
+    config = PassConfig.from_args(args)  # a bad option or rule file fails before the model loads
+    model = load_model(args.model)
+    return model, run_pipeline(model.graph, config)
+
+
+def original_to_final(pipeline: PipelineResult) -> dict[str, list[str]] | None:
+    """Provenance, so outputs renamed by a fusion still pair with the original's."""
+    return pipeline.provenance.original_to_final() if pipeline.provenance else None
 
 
 def _progress_printer(enabled: bool) -> Any:
@@ -118,15 +112,13 @@ def run_run(args: argparse.Namespace) -> int:
     from core.runtime import RunRequest, run
     from core.runtime.trace import write_chrome_trace, write_kernel_csv
 
-    model = load_model(args.model)
-    selection = selection_from_args(args)
-    pipeline = _fuse(model.graph, selection)
+    shapes = input_shapes(args)
+    model, pipeline = fuse_model(args)
     request = RunRequest(
-        original=model.graph, fused=pipeline.fused, model=args.model, pass_ids=selection.pass_ids,
-        backend=args.backend, steps=args.steps, warmup=args.warmup, input_shapes=parse_input_shapes(args.input_shape),
+        original=model.graph, fused=pipeline.fused, model=args.model, config=pipeline.config,
+        backend=args.backend, steps=args.steps, warmup=args.warmup, input_shapes=shapes,
         inputs=args.inputs, seed=args.seed, timeout=args.timeout, trace=not args.no_trace,
-        grappler=not args.no_grappler, switches=switch_forms_for(selection) if args.backend == "npu" else None,
-        original_to_final=pipeline.provenance.original_to_final() if pipeline.provenance else None)
+        grappler=not args.no_grappler, original_to_final=original_to_final(pipeline))
     show = _progress_printer(sys.stderr.isatty())
     try:
         result = run(request, show)
@@ -141,28 +133,26 @@ def run_run(args: argparse.Namespace) -> int:
 
 
 def run_import_profile(args: argparse.Namespace) -> int:
-    from core.runtime.msprof import import_profile
+    """The window's import: one profile lands on the graph (original or fused) its kernel names fit."""
+    from core.runtime.profile_import import import_run_file
 
-    graphs = {}
     if args.model:
-        graph = load_model(args.model).graph
-        graphs = {"original": graph, "imported": graph, "fused": _fuse(graph, selection_from_args(args)).fused}
-    result = import_profile(args.path, graphs)
+        model, pipeline = fuse_model(args)
+        result = import_run_file(args.path, model.graph, pipeline.fused)
+    else:
+        result = import_run_file(args.path)
     return emit_result(result, args)
 
 
 def run_export_npu_script(args: argparse.Namespace) -> int:
     from core.runtime.npu_bundle import write_npu_bundle
 
-    model = load_model(args.model)
-    selection = selection_from_args(args)
-    pipeline = _fuse(model.graph, selection)
+    shapes = input_shapes(args)
+    model, pipeline = fuse_model(args)
     original_pb, fused_pb, script = write_npu_bundle(
-        args.output, model=args.model, original=model.graph, fused=pipeline.fused,
-        forms=switch_forms_for(selection),
-        original_to_final=pipeline.provenance.original_to_final() if pipeline.provenance else None,
-        input_shapes=parse_input_shapes(args.input_shape), mode=args.mode, steps=args.steps, warmup=args.warmup,
-        protect=model.path if Path(model.path).exists() else None)
+        args.output, model=args.model, original=model.graph, fused=pipeline.fused, config=pipeline.config,
+        original_to_final=original_to_final(pipeline), input_shapes=shapes, mode=args.mode, steps=args.steps,
+        warmup=args.warmup, protect=model.path if Path(model.path).exists() else None)
     print(f"wrote {script} with {original_pb.name} and {fused_pb.name}", file=sys.stderr)
     return 0
 

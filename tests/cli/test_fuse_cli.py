@@ -93,3 +93,50 @@ def test_unknown_pass_is_a_one_line_error(capsys):
     assert cli_main(["fuse", "conv_bn", "--enable", "NoSuchPass"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("fuselens: error: unknown pass 'NoSuchPass'") and len(err.strip().splitlines()) == 1
+
+
+def ran(capsys, *argv: str) -> list[str]:
+    """The passes `fuse --json` ran on conv_bn with these options."""
+    assert cli_main(["fuse", "conv_bn", *argv, "--json"]) == 0
+    return [p["pass"] for p in json.loads(capsys.readouterr().out)["passes"]]
+
+
+@pytest.mark.parametrize("text", [
+    '{"Switch": {"GraphFusion": {"ALL": "off", "ConvBatchnormFusionPass": "on"}, "UBFusion": {"ALL": "on"}}}',
+    "\n".join(f"{p}:off" for p in [*AMCT_ORDER, "AutoFusePass"] if p != "ConvBatchnormFusionPass")
+    + "\nConvBatchnormFusionPass:on\nTbeConvReluFusionPass:off\n",  # a GE pass FuseLens does not model is kept
+])
+def test_switch_file_decides_which_passes_run(tmp_path, capsys, text):
+    switches = tmp_path / "fusion_switch.cfg"
+    switches.write_text(text)
+    assert "AutoFusePass" in ran(capsys)
+    assert ran(capsys, "--switch-file", str(switches)) == ["ScopeLayerNormPass", "ConvBatchnormFusionPass"]
+    assert ran(capsys, "--switch-file", str(switches), "--enable", "AutoFusePass")[-1] == "AutoFusePass"
+
+
+@pytest.mark.parametrize("argv", [["--autofuse-flags=--autofuse_enable_pass=reduce"],
+                                  ["--autofuse-flags", "--autofuse_enable_pass=reduce"]])
+def test_autofuse_flags_with_or_without_equals(capsys, argv):
+    assert cli_main(["fuse", "abs_reduce_sum", *argv, "--json"]) == 0
+    autofuse = next(p for p in json.loads(capsys.readouterr().out)["passes"] if p["pass"] == "AutoFusePass")
+    assert [m["details"]["kernel"] for m in autofuse["matches"]] == ["autofuse_reduce_0_Abs_ReduceSumD"]
+
+
+def test_autofuse_flags_switch_autofuse_off(capsys):
+    assert "AutoFusePass" not in ran(capsys, "--autofuse-flags", "--enable_autofuse=false")
+
+
+@pytest.mark.parametrize(("name", "text", "message"), [
+    ("--switch-file", "ConvBatchnormFusionPass:maybe\n", "line 1: expected PassName:on or PassName:off"),
+    ("--skip-file", "ConvBatchnormFusionPass:bn1\nbn1\n", "line 2: expected a match id PassId:anchor"),
+    ("--switch-file", None, "cannot read the switch file"),
+    ("--skip-file", None, "cannot read the skip file"),
+])
+def test_bad_switch_and_skip_files_are_one_line_errors(tmp_path, capsys, name, text, message):
+    path = tmp_path / "f.txt"
+    if text is not None:
+        path.write_text(text)
+    assert cli_main(["fuse", "conv_bn", name, str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"fuselens: error: {path}") and message in err and err.count("\n") == 1
+

@@ -47,7 +47,7 @@ def test_run_without_grappler_shows_each_elementwise_kernel(capsys):
 def test_run_bad_input_exits_2_with_one_line(capsys):
     assert cli_main(["run", "abs_relu_exp", "--input-shape", "data1=1,x"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--input-shape 'data1=1,x': expected NAME=D1,D2,..." in err
+    assert err.count("\n") == 1 and "--input-shape: 'data1=1,x' is not NAME=D1,D2,..." in err
 
 
 def test_npu_backend_says_why_it_is_unavailable(capsys):
@@ -55,23 +55,42 @@ def test_npu_backend_says_why_it_is_unavailable(capsys):
     assert "backend npu is not available here: npu_bridge not importable" in capsys.readouterr().err
 
 
-def test_import_profile(capsys, tmp_path):
-    path = tmp_path / "op_summary_0_1.csv"
+def write_op_summary(path, rows) -> None:
     path.write_text("Device_id,Op Name,OP Type,Task Type,Task Start Time(us),Task Duration(us),Block Dim\n"
-                    f"0,{FUSED},AscBackend,AI_VECTOR_CORE,100.0\t,4.5,8\n"
-                    f"0,{FUSED},AscBackend,AI_VECTOR_CORE,1100.0\t,5.5,8\n")
+                    + "".join(f"0,{name},{op},AI_VECTOR_CORE,{start}\t,{dur},8\n" for name, op, start, dur in rows))
+
+
+def test_import_profile_maps_to_the_graph_the_window_would(capsys, tmp_path, load_sample):
+    from core.runtime.profile_import import import_run_file
+    from passes.registry import run_pipeline
+
+    path = tmp_path / "op_summary_0_1.csv"
+    write_op_summary(path, [(FUSED, "AscBackend", 100.0, 4.5), (FUSED, "AscBackend", 1100.0, 5.5)])
     assert cli_main(["import-profile", str(path), "--model", "abs_relu_exp", "--json"]) == 0
-    [kernel] = _json(capsys)["graphs"]["imported"]["kernels"]
-    assert (kernel["count"], kernel["mean_us"], kernel["node"]) == (2, 5.0, None)  # no such node in the original
-    path.write_text(path.read_text().replace("5.5", "five"))
+    printed = _json(capsys)
+    [kernel] = printed["graphs"]["fused"]["kernels"]  # a profile of the fused model lands on the fused graph
+    assert (kernel["count"], kernel["mean_us"], kernel["node"], kernel["pass_id"]) == (2, 5.0, FUSED, "AutoFusePass")
+    original = load_sample("abs_relu_exp")
+    window = import_run_file(path, original, run_pipeline(original).fused).to_json()
+    assert {k: v for k, v in printed.items() if k != "seconds"} == {k: v for k, v in window.items() if k != "seconds"}
+
+    write_op_summary(path, [("abs_0", "Abs", 100.0, 1.0), ("exp_0", "Exp", 101.0, 1.5)])
+    assert cli_main(["import-profile", str(path), "--model", "abs_relu_exp", "--json"]) == 0
+    assert {k["node"] for k in _json(capsys)["graphs"]["original"]["kernels"]} == {"abs_0", "exp_0"}
+    assert cli_main(["import-profile", str(path), "--json"]) == 0
+    assert list(_json(capsys)["graphs"]) == ["fused"]  # no model: shown as the (usual) fused run, as in the window
+
+    path.write_text(path.read_text().replace("1.5", "five"))
     assert cli_main(["import-profile", str(path)]) == 2
     assert "op_summary_0_1.csv, line 3: column 'Task Duration(us)' holds 'five'" in capsys.readouterr().err
 
 
-def test_export_npu_script(tmp_path):
+@pytest.mark.parametrize("flags", [["--autofuse-flags=--autofuse_enable_pass=reduce"],
+                                   ["--autofuse-flags", "--autofuse_enable_pass=reduce"]])
+def test_export_npu_script(tmp_path, flags):
     script = tmp_path / "run_on_npu.py"
-    assert cli_main(["export-npu-script", "abs_relu_exp", "--enable", "ScopeInstanceNormPass",
-                     "--autofuse-flags=--autofuse_enable_pass=reduce", "--mode", "tf2-compat", "-o", str(script)]) == 0
+    assert cli_main(["export-npu-script", "abs_relu_exp", "--enable", "ScopeInstanceNormPass", *flags,
+                     "--mode", "tf2-compat", "-o", str(script)]) == 0
     text = script.read_text()
     compile(text, str(script), "exec")
     assert "SCOPE_PASSES = ['ScopeInstanceNormPass']" in text
@@ -79,6 +98,30 @@ def test_export_npu_script(tmp_path):
     assert '"AutoFusePass": "on"' in text and "MODE = 'tf2-compat'" in text
     assert f"'fused': ('run_on_npu_fused.pb', ['{FUSED}:0'])" in text
     assert (tmp_path / "run_on_npu_original.pb").stat().st_size > 0 and (tmp_path / "run_on_npu_fused.pb").exists()
+
+
+def test_export_npu_script_carries_a_switch_file(tmp_path):
+    switches, script = tmp_path / "fusion_switch.cfg", tmp_path / "run_on_npu.py"
+    switches.write_text("AutoFusePass:off\nScopeDecodeBboxV2Pass:on\nTbeConvReluFusionPass:off\n")
+    assert cli_main(["export-npu-script", "abs_relu_exp", "--switch-file", str(switches), "-o", str(script)]) == 0
+    text = script.read_text()
+    assert "SCOPE_PASSES = ['ScopeDecodeBboxV2Pass']" in text and "AUTOFUSE_FLAGS = '--enable_autofuse=false" in text
+    assert '"AutoFusePass": "off"' in text and '"TbeConvReluFusionPass": "off"' in text  # a GE pass is kept
+    assert "'fused': ('run_on_npu_fused.pb', ['exp_0:0'])" in text  # AutoFuse off: nothing fused
+
+
+def test_mode_and_backend_choices_come_from_the_runtime_tables():
+    from cli import build_parser
+    from core.runtime.backends import BACKENDS
+    from core.runtime.npu_script import MODES
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+
+    def choices(command: str, option: str) -> list[str]:
+        return next(list(a.choices) for a in commands[command]._actions if option in a.option_strings)
+
+    assert choices("run", "--backend") == list(BACKENDS)
+    assert choices("export-npu-script", "--mode") == list(MODES)
 
 
 @pytest.mark.slow

@@ -9,7 +9,6 @@ import pytest
 from cli import main as cli_main
 from core.loaders import load_model
 from passes.fused import FUSED_OP_TYPE_ATTR
-from passes.scope.user_rules import install_rules
 from tests.passes.scope_check import assert_same_outputs
 
 CENTER = "Postprocessor/Decode/get_center_coordinates_and_sizes"
@@ -30,10 +29,13 @@ rules:
 """
 
 
-@pytest.fixture(autouse=True)
-def no_user_rules_afterwards():
-    yield
-    install_rules([])
+def rule_files(tmp_path) -> tuple:
+    """RULES as two files, one rule each."""
+    center, decode = RULES.split("  - name: ScopeThreeExpDecodePass")
+    first, second = tmp_path / "center.yaml", tmp_path / "decode.yaml"
+    first.write_text(center)
+    second.write_text("rules:\n  - name: ScopeThreeExpDecodePass" + decode)
+    return first, second
 
 
 def scope_entry(report: dict, pass_id: str) -> dict:
@@ -111,3 +113,21 @@ def test_bad_rule_file_is_a_one_line_error_naming_the_field(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{rules}: rules[0].census.Transpose.num: must be an integer, not a string" in err
     assert err.count("\n") == 1
+
+
+def test_scope_rules_twice_loads_both_files(tmp_path, capsys):
+    first, second = rule_files(tmp_path)
+    assert cli_main(["fuse", "ssd_decode", "--scope-rules", str(first), "--scope-rules", str(second),
+                     "--enable-scope-passes", "ScopeCenterSizePass", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert len(scope_entry(report, "ScopeCenterSizePass")["matches"]) == 1
+    assert len(scope_entry(report, "ScopeThreeExpDecodePass")["near_misses"]) == 1
+
+
+def test_rules_of_one_command_do_not_leak_into_the_next(tmp_path, capsys):
+    first, _ = rule_files(tmp_path)
+    assert cli_main(["fuse", "ssd_decode", "--scope-rules", str(first), "--enable-scope-passes",
+                     "ScopeCenterSizePass", "--json"]) == 0
+    capsys.readouterr()
+    assert cli_main(["fuse", "ssd_decode", "--enable-scope-passes", "ScopeCenterSizePass"]) == 2
+    assert "unknown scope fusion pass 'ScopeCenterSizePass'" in capsys.readouterr().err
