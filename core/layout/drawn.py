@@ -11,7 +11,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from core import proto
-from core.fused import FUSED_OP_TYPE_ATTR
 from core.graph import Graph, TensorRef
 from core.layout.model import SCOPE_PREFIX, Layout, LayoutEdge, LayoutNode
 from core.opclass import op_category
@@ -48,16 +47,14 @@ def const_shape(graph: Graph, name: str) -> tuple[int | None, ...] | None:
 
 
 def tensor_shape(graph: Graph, name: str, port: int) -> tuple[int | None, ...] | None:
-    """The shape recorded in `_output_shapes`, else the graph's inferred shape once it is ready.
+    """The output's shape if the graph knows it without work (recorded on every node, or inferred already).
 
     Never triggers TensorFlow's shape inference itself (that imports TensorFlow): the window's
     fusion worker, which has TensorFlow loaded anyway, fills it in with `Graph.ensure_shapes()`.
     """
-    node = graph.node(name)
-    if "_output_shapes" in node.attr:
-        shapes = node.attr["_output_shapes"].list.shape
-        return proto.shape_tuple(shapes[port]) if port < len(shapes) else None
-    return graph.output_shape(name, port) if graph.shapes_ready else None
+    if graph.records_shapes or graph.shapes_ready:
+        return graph.output_shape(name, port)
+    return None
 
 
 def _fold_constants(graph: Graph) -> tuple[list[str], dict[str, list[str]], dict[str, str]]:
@@ -128,11 +125,11 @@ def visible_graph(graph: Graph, collapsed: Iterable[str] = ()) -> Layout:
             op, title, category = "scope", f"{short_name(scope, 2)} ({len(names)} ops)", "other"
             weight_text = f"{len(box_weights)} weights" if box_weights else ""
         else:
-            node = graph.node(key)
-            fused_type = graph.attr(key, FUSED_OP_TYPE_ATTR)
-            op = fused_type or node.op
+            plain_op = graph.op(key)
+            fused = graph.fused_info(key)
+            op = fused.op_type if fused and fused.op_type else plain_op  # LayerNorm, not its function's name
             title = short_name(key)
-            category = op_category(node.op, fused=fused_type is not None)
+            category = op_category(plain_op, fused=fused is not None)
             weight_text = "  ".join(format_shape(const_shape(graph, w)) or "?" for w in box_weights)
         width, height = _node_size(op, title, weight_text)
         nodes[key] = LayoutNode(key, op, title, category, tuple(names), box_weights, weight_text,

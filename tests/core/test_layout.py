@@ -11,6 +11,7 @@ import pytest
 
 from core import proto
 from core.errors import Cancelled
+from core.fused import FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR
 from core.graph import Graph
 from core.layout import (
     SCOPE_PREFIX,
@@ -42,6 +43,25 @@ def test_constants_and_identity_reads_are_drawn_inside_their_consumer(load_sampl
     assert all(e.source in view.nodes and e.target in view.nodes for e in view.edges)
     edge = next(e for e in view.edges if e.source == "stem/conv" and e.target == "stem/bn")
     assert edge.label == "1×32×32×16"
+
+
+def test_a_fused_node_shows_the_op_it_stands_for():
+    dtype = {"dtype": proto.AttrValue(type=proto.DT_FLOAT)}
+    call = make_node("fused_LayerNorm_fn", "ln", ["x"], {FUSION_PASS_ATTR: b"scope-layernorm",
+                                                          FUSED_OP_TYPE_ATTR: b"LayerNorm"})
+    graph = Graph.from_nodes([make_node("Placeholder", "x", attrs=dtype), call], validate=False)
+    box = visible_graph(graph).nodes["ln"]
+    assert box.op == "LayerNorm" and box.category == "fused"
+
+
+def test_edge_labels_never_start_shape_inference(load_sample):
+    bare = proto.GraphDef()
+    bare.CopyFrom(load_sample("conv_bn").graph_def)
+    del bare.node[-1].attr["_output_shapes"]  # one node without a recorded shape: TF would have to infer
+    graph = Graph(bare)
+    view = visible_graph(graph)
+    assert view.edges and not any(e.label for e in view.edges)
+    assert not graph.shapes_ready
 
 
 def test_unread_constants_stay_visible(load_sample):
