@@ -7,6 +7,7 @@ scaled to its own slowest node, which the legend states.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from PySide6.QtCore import QObject, QRectF, Qt
@@ -15,6 +16,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
 from core.runtime.result import RunResult
 from core.runtime.run_view import SIDE_OF_LABEL, format_us, node_times
+from gui.graph_view import GraphView
+from session import Session
 
 GRADIENT_STOPS = 8
 
@@ -62,19 +65,20 @@ class HeatLegend(QWidget):
 class HeatOverlay(QObject):
     """Keeps the panes' heat in step with the result, the switch and fresh layouts (which redraw nodes)."""
 
-    def __init__(self, window: Any, legend: HeatLegend):
-        super().__init__(window)
-        self.window = window
+    def __init__(self, session: Session, views: Mapping[str, GraphView], legend: HeatLegend,
+                 parent: QObject | None = None):
+        super().__init__(parent)
+        self.session = session
+        self.views = views
         self.legend = legend
         self.enabled = False
         self.values: dict[str, dict[str, float]] = {}
-        window.layout_done.connect(self._on_layout)
 
     def set_result(self, result: RunResult | None) -> None:
         self.values = {}
         for label, run in (result.graphs.items() if result else ()):
             side = SIDE_OF_LABEL.get(label, "after")
-            graph = self.window.graph(side)
+            graph = self.session.graph(side)
             times = node_times(run, (node.name for node in graph) if graph is not None else ())
             # coolest first: where a pane draws several nodes in one box (folded constants, a collapsed
             # scope), the last value written, the hottest, colours the box
@@ -92,8 +96,9 @@ class HeatOverlay(QObject):
             self._apply(side)
 
     def _apply(self, side: str) -> None:
-        self.window.panes[side].view.set_heat(self.values.get(side) if self.enabled else None, heat_colour)
+        self.views[side].set_heat(self.values.get(side) if self.enabled else None, heat_colour)
 
-    def _on_layout(self, side: str) -> None:
+    def on_layout(self, side: str) -> None:
+        """A pane shows a new layout (its nodes were redrawn): colour them again."""
         if self.enabled:
             self._apply(side)

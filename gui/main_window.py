@@ -1,8 +1,10 @@
-"""The FuseLens main window: passes and matches | before and after panes | properties, plus a bottom dock area.
+"""The FuseLens main window: chrome and wiring around one Session.
 
-The window wires widgets to one shared SelectionModel and runs load, layout and fusion in
-workers; it holds no fusion logic. Other panels (the run and profile dock) attach through
-`add_bottom_dock`, read `selection`, and colour nodes through `set_heat`.
+Passes and matches | before and after panes | properties, plus a bottom dock area. The state
+that matters (model, PassConfig, pipeline, collapsed scopes, last run, stage) lives in the
+Qt-free `Session`; the window turns its jobs into workers and its changes into views. It holds
+no fusion logic. Work that uses TensorFlow (fusion, shape inference) runs in ONE worker slot,
+so two TensorFlow graph imports never overlap in this process.
 """
 
 from __future__ import annotations
@@ -11,20 +13,15 @@ import contextlib
 import gc
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
-    QDialogButtonBox,
     QDockWidget,
     QFileDialog,
     QLabel,
-    QLineEdit,
-    QListWidget,
-    QListWidgetItem,
     QMainWindow,
     QMessageBox,
     QProgressBar,
@@ -35,26 +32,24 @@ from PySide6.QtWidgets import (
 )
 
 from core.errors import FuseLensError
-from core.fused import FUSION_PASS_ATTR
 from core.graph import Graph
-from core.io import write_bytes_atomic, write_json_atomic
 from core.layout import SCOPE_PREFIX, Layout, LayoutCache, default_cache, layout_graph
 from core.loaders import LoadedModel, load_model
-from core.opclass import CATEGORY_TITLES, PALETTE
-from core.samples import SAMPLES, is_built
-from gui.graph_view import DIFF_COLOURS, GraphView
+from gui.dialogs import MODEL_FILTER, SamplesDialog
 from gui.match_list import MatchList
+from gui.pane import Pane, legend_html
 from gui.pass_panel import PassPanel
 from gui.properties import FusedBodyDialog, PropertiesPanel
 from gui.run_panel import install_run_panel
+from gui.search import SearchHits, search_box
 from gui.selection import Selection, SelectionModel
 from gui.workers import WorkerPool
+from passes.config import PassConfig
 from passes.registry import PipelineResult, run_pipeline
+from session import SIDES, FusionJob, Session, Stage
 
 MAX_RECENT = 8
-MODEL_FILTER = "TensorFlow models (*.pb *.pbtxt *.keras *.h5 saved_model.pb);;All files (*)"
-SIDES = ("before", "after")
-
+TF_SLOT = "tf"  # the one worker slot for work that uses TensorFlow
 
 _frozen = False
 
@@ -72,86 +67,24 @@ def freeze_long_lived_objects() -> None:
         _frozen = True
 
 
-def legend_html() -> str:
-    """One line of coloured squares: op classes, then the diff colours."""
-    swatch = "<span style='background:{}'>&nbsp;&nbsp;&nbsp;</span>&nbsp;{}&nbsp;&nbsp;"
-    classes = "".join(swatch.format(PALETTE[c], t) for c, t in CATEGORY_TITLES.items())
-    diff = "".join(swatch.format(fill, name) for name, (fill, _border) in DIFF_COLOURS.items())
-    return f"{classes}&nbsp;|&nbsp;&nbsp;{diff}"
-
-
-class Pane(QWidget):
-    """A titled GraphView (title, node count and any layout notice above the view)."""
-
-    def __init__(self, title: str, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.title = title
-        self.header = QLabel(title, self)
-        self.header.setStyleSheet("font-weight: 600; padding: 2px 4px;")
-        self.view = GraphView(self)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(0)
-        layout.addWidget(self.header)
-        layout.addWidget(self.view, 1)
-
-    def describe(self, graph: Graph, layout: Layout) -> None:
-        notice = f"  ⚠ {layout.notice}" if layout.notice else ""
-        self.header.setText(f"{self.title}: {len(graph)} nodes, {len(layout.nodes)} drawn{notice}")
-
-
-class SamplesDialog(QDialog):
-    """The sample gallery: every built-in sample with its description."""
-
-    def __init__(self, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.setWindowTitle("Samples")
-        self.resize(640, 480)
-        self.list = QListWidget(self)
-        self.list.setWordWrap(True)
-        for sample in SAMPLES.values():
-            note = "" if not sample.cached or is_built(sample.name) else "  (built on first use, about a minute)"
-            item = QListWidgetItem(f"{sample.name}  [{', '.join(sample.families)}]{note}\n    {sample.description}")
-            item.setData(Qt.ItemDataRole.UserRole, sample.name)
-            self.list.addItem(item)
-        self.list.setCurrentRow(0)
-        self.list.itemDoubleClicked.connect(lambda _item: self.accept())
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.list)
-        layout.addWidget(buttons)
-
-    def chosen(self) -> str | None:
-        item = self.list.currentItem()
-        return item.data(Qt.ItemDataRole.UserRole) if item is not None else None
-
-
 class MainWindow(QMainWindow):
-    model_loaded = Signal(object)  # LoadedModel
-    fusion_done = Signal(object)  # PipelineResult
-    layout_done = Signal(str)  # side
+    layout_done = Signal(str)  # side: a pane shows a new layout
 
-    def __init__(self, *, settings: QSettings | None = None, layout_cache: LayoutCache | None = None):
+    def __init__(self, *, settings: QSettings | None = None, layout_cache: LayoutCache | None = None,
+                 config: PassConfig | None = None):
         super().__init__()
         self.setWindowTitle("FuseLens")
         self.resize(1500, 900)
         self.setAcceptDrops(True)
         self.settings = settings if settings is not None else QSettings("FuseLens", "FuseLens")
         self.layout_cache = layout_cache if layout_cache is not None else default_cache()
+        self.session = Session(config)
         self.workers = WorkerPool(self)
         self.selection = SelectionModel(self)
-        self.model: LoadedModel | None = None
-        self.pipeline: PipelineResult | None = None
-        self.layouts: dict[str, Layout | None] = dict.fromkeys(SIDES)
-        self.collapsed: dict[str, frozenset[str]] = dict.fromkeys(SIDES, frozenset())
-        self._fusion_deferred = False
-        self._before_has_inferred_shapes = False
-        self._search_hits: list[tuple[str, str]] = []
-        self._search_index = -1
+        self.layouts: dict[str, Layout | None] = dict.fromkeys(SIDES)  # what each pane shows
+        self._drawn_with_shapes: dict[str, bool] = dict.fromkeys(SIDES, False)
 
-        self.pass_panel = PassPanel(self)
+        self.pass_panel = PassPanel(self.session.config, self)
         self.match_list = MatchList(self)
         self.properties = PropertiesPanel(self)
         self.panes = {"before": Pane("Before (original)", self), "after": Pane("After (fused)", self)}
@@ -159,8 +92,8 @@ class MainWindow(QMainWindow):
         self._build_central()
         self._build_actions()
         self._build_status_bar()
-        self._fuse_timer = QTimer(self, singleShot=True, interval=150)  # several quick toggles, one run
-        self._fuse_timer.timeout.connect(self.run_fusion)
+        self.search_hits = SearchHits(self.search, self.search_status, {s: p.view for s, p in self.panes.items()},
+                                      self.select_key)
         self._connect()
         self.run_panel = install_run_panel(self)  # the Run & profile dock, Run menu and toolbar action
 
@@ -242,12 +175,8 @@ class MainWindow(QMainWindow):
         toolbar.addSeparator()
         toolbar.addActions([self.prev_action, self.next_action, self.fit_action])
         toolbar.addSeparator()
-        self.search = QLineEdit(self)
-        self.search.setPlaceholderText("Find node or op type (Ctrl+F)")
-        self.search.setClearButtonEnabled(True)
-        self.search.setMaximumWidth(280)
+        self.search, self.search_status = search_box(self)
         toolbar.addWidget(self.search)
-        self.search_status = QLabel("", self)
         toolbar.addWidget(self.search_status)
 
     def _build_status_bar(self) -> None:
@@ -265,18 +194,17 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Open a model (Ctrl+O) or a sample (Ctrl+Shift+O), or drop a file here")
 
     def _connect(self) -> None:
+        self.session.subscribe(self._on_session)
         self.workers.busy_changed.connect(self._on_busy)
-        self.before.painted.connect(self._start_deferred_fusion)
+        self.before.painted.connect(self._on_before_painted)
         self.selection.changed.connect(self._on_selection)
-        self.pass_panel.changed.connect(self._fuse_timer.start)
+        self.pass_panel.config_edited.connect(self.set_config)
         self.match_list.item_chosen.connect(lambda item: self.selection.select_item(item))
-        self.search.textChanged.connect(self._on_search_text)
-        self.search.returnPressed.connect(self.next_search_hit)
         for side, view in (("before", self.before), ("after", self.after)):
             view.node_clicked.connect(lambda key, s=side: self.select_key(s, key))
             view.background_clicked.connect(self.selection.clear)
             view.node_activated.connect(lambda key, s=side: self._on_activated(s, key))
-            view.collapse_requested.connect(lambda scopes, s=side: self.set_collapsed(s, scopes))
+            view.collapse_requested.connect(lambda scopes, s=side: self.session.set_collapsed(s, scopes))
             view.built.connect(lambda s=side: self._on_built(s))
 
     # ---- public API for other panels --------------------------------------------------------------
@@ -288,26 +216,59 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
         return dock
 
-    def set_heat(self, side: str, values: dict[str, float] | None) -> None:
-        """Colour one pane's nodes by an outside value per graph node (None: back to op classes)."""
-        self.panes[side].view.set_heat(values)
-
     def is_idle(self) -> bool:
         """No work running or about to start (tests and benchmarks wait for this)."""
-        return (not self.workers.busy() and not self._fuse_timer.isActive() and not self._fusion_deferred
+        return (not self.workers.busy() and not self.session.busy
                 and not self.before.building and not self.after.building)
 
-    def graph(self, side: str) -> Graph | None:
-        if side == "before":
-            return self.model.graph if self.model else None
-        return self.pipeline.fused if self.pipeline else None
+    # ---- the session's changes become views -----------------------------------------------------
+    def _on_session(self, what: str) -> None:
+        if what == "model":
+            self._show_model()
+        elif what == "pipeline":
+            self._show_pipeline()
+        elif what == "config":
+            self.pass_panel.show_config(self.session.config)
+        elif what == "collapsed":
+            for side in SIDES:
+                if self.layouts[side] is not None and self.layouts[side].collapsed != self.session.collapsed[side]:
+                    self.relayout(side)
+
+    def _show_model(self) -> None:
+        model = self.session.model
+        self.layouts = dict.fromkeys(SIDES)
+        self._drawn_with_shapes = dict.fromkeys(SIDES, False)
+        self.selection.set_provenance(None)
+        self.selection.clear()
+        self.match_list.set_results([])
+        self.pass_panel.set_counts([])
+        self.setWindowTitle(f"FuseLens — {model.name}")
+        self.statusBar().showMessage(f"{model.name}: {len(model.graph)} nodes")
+        self.relayout("before")  # the original graph is drawn first; fusion starts once it is painted
+
+    def _show_pipeline(self) -> None:
+        pipeline = self.session.pipeline
+        if pipeline is None:
+            return
+        freeze_long_lived_objects()
+        self.selection.set_provenance(pipeline.provenance)
+        self.match_list.set_results(pipeline.results)
+        self.pass_panel.set_counts(pipeline.results)
+        self._apply_diff("before")
+        matches = sum(len(r.matches) for r in pipeline.results)
+        misses = sum(len(r.near_misses) for r in pipeline.results)
+        self.statusBar().showMessage(f"fused: {len(pipeline.original)} -> {len(pipeline.fused)} nodes, "
+                                     f"{matches} matches, {misses} near misses ({pipeline.seconds * 1000:.0f} ms)")
+        self.relayout("after")
 
     # ---- opening ------------------------------------------------------------------------------------
     def open_model(self, spec: str) -> None:
         self.statusBar().showMessage(f"Loading {spec}…")
+        self.session.start_loading()
         self.workers.start("load", f"loading {spec}", lambda progress, cancelled: load_model(spec),
                            on_finished=lambda model: self._on_loaded(spec, model),
-                           on_error=lambda text: self._error("Cannot open model", text))
+                           on_error=lambda text: self._load_failed("Cannot open model", text),
+                           on_cancelled=self.session.load_failed)
 
     def open_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open model", "", MODEL_FILTER)
@@ -322,10 +283,6 @@ class MainWindow(QMainWindow):
     def recent_files(self) -> list[str]:
         value = self.settings.value("recent", [])
         return [value] if isinstance(value, str) else list(value or [])
-
-    def _remember_recent(self, spec: str) -> None:
-        recent = [spec] + [r for r in self.recent_files() if r != spec]
-        self.settings.setValue("recent", recent[:MAX_RECENT])
 
     def _fill_recent_menu(self) -> None:
         self.recent_menu.clear()
@@ -345,94 +302,94 @@ class MainWindow(QMainWindow):
                 return
 
     def _on_loaded(self, spec: str, model: LoadedModel) -> None:
-        self.model = model
-        self.pipeline = None
-        self.layouts = dict.fromkeys(SIDES)
-        self.collapsed = dict.fromkeys(SIDES, frozenset())
-        self.selection.set_provenance(None)
-        self.selection.clear()
-        self.match_list.set_results([])
-        self.setWindowTitle(f"FuseLens — {model.name}")
-        self._remember_recent(spec)
-        self.statusBar().showMessage(f"{model.name}: {len(model.graph)} nodes")
-        self.model_loaded.emit(model)
-        self._fusion_deferred = True  # the original graph is painted first, then fusion starts
-        self._before_has_inferred_shapes = False
-        self.relayout("before")
+        recent = [spec] + [r for r in self.recent_files() if r != spec]
+        self.settings.setValue("recent", recent[:MAX_RECENT])
+        self.session.set_model(model)
+
+    def _load_failed(self, title: str, text: str) -> None:
+        self.session.load_failed()
+        self._error(title, text)
 
     def _error(self, title: str, text: str) -> None:
         self.statusBar().showMessage(text, 10000)
         QMessageBox.critical(self, title, text)
 
-    # ---- fusion -------------------------------------------------------------------------------------
-    def _start_deferred_fusion(self) -> None:
+    # ---- fusion: the session's jobs, one at a time in the TensorFlow slot ---------------------------
+    def set_config(self, config: PassConfig) -> None:
+        """A new pass configuration (the pass panel, an import): fuse again with it."""
+        job = self.session.set_config(config)
+        if job is not None:
+            self._run_job(job)
+
+    def _on_before_painted(self) -> None:
         """Fusion of a newly opened model starts once its original graph is on screen.
 
         Fusion may import TensorFlow, whose import holds the GIL for long stretches; running it
         next to the first layout and scene build would delay the first picture by seconds.
         """
-        if self._fusion_deferred:
-            self._fusion_deferred = False
-            self.run_fusion()
+        job = self.session.drawn()
+        if job is not None:
+            self._run_job(job)
 
-    def run_fusion(self) -> None:
-        if self.model is None:
-            return
-        graph, ids, options = self.model.graph, self.pass_panel.pass_ids(), self.pass_panel.options()
+    def _run_job(self, job: FusionJob) -> None:
+        def fuse(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> PipelineResult:
+            return run_pipeline(job.graph, job.config, cancelled=cancelled,
+                                progress=lambda pid, i, n: progress(f"fusing: {pid} ({i + 1}/{n})"))
 
-        def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> PipelineResult:
-            pipeline = run_pipeline(graph, ids, options, cancelled=cancelled,
-                                    progress=lambda pid, i, n: progress(f"fusing: {pid} ({i + 1}/{n})"))
-            progress("inferring tensor shapes for the edge labels")
-            for shaped in (graph, pipeline.fused):  # off the GUI thread; labels go without when TF refuses
-                with contextlib.suppress(FuseLensError):
-                    shaped.ensure_shapes()
-            return pipeline
-
-        self.workers.start("fuse", "fusion", task, on_finished=self._on_fused,
-                           on_error=lambda text: self._error("Fusion failed", text),
+        self.workers.start(TF_SLOT, "fusion", fuse, on_finished=lambda pipeline: self._on_fused(job, pipeline),
+                           on_error=lambda text: self._job_failed(job, "Fusion failed", text),
+                           on_cancelled=lambda: self.session.job_failed(job),
                            on_progress=self.statusBar().showMessage)
 
-    def _on_fused(self, pipeline: PipelineResult) -> None:
-        if self.model is None or pipeline.original is not self.model.graph:
-            return  # a result for a model that is no longer open
-        self.pipeline = pipeline
-        freeze_long_lived_objects()
-        self.selection.set_provenance(pipeline.provenance, pipeline.fused.nodes)
-        self.match_list.set_results(pipeline.results)
-        self.pass_panel.set_counts(pipeline.results)
-        self._apply_diff("before")
-        matches = sum(len(r.matches) for r in pipeline.results)
-        misses = sum(len(r.near_misses) for r in pipeline.results)
-        self.statusBar().showMessage(f"fused: {len(pipeline.original)} -> {len(pipeline.fused)} nodes, "
-                                     f"{matches} matches, {misses} near misses ({pipeline.seconds * 1000:.0f} ms)")
-        self.fusion_done.emit(pipeline)
-        self.relayout("after")
-        if not self._before_has_inferred_shapes and not pipeline.original.records_shapes:
-            self._before_has_inferred_shapes = True  # a bare .pb: redraw once, now with edge shapes
-            self.relayout("before")
+    def _on_fused(self, job: FusionJob, pipeline: PipelineResult) -> None:
+        if not self.session.fusion_done(job, pipeline):
+            return  # superseded by a newer configuration or model
+
+        def infer_shapes(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> None:
+            progress("inferring tensor shapes for the edge labels")
+            for shaped in (pipeline.original, pipeline.fused):  # labels go without when TF refuses
+                if not cancelled():
+                    with contextlib.suppress(FuseLensError):
+                        shaped.ensure_shapes()
+
+        self.workers.start(TF_SLOT, "shape inference", infer_shapes, on_finished=lambda _: self._on_shapes(job),
+                           on_error=lambda text: self._job_failed(job, "Shape inference failed", text),
+                           on_cancelled=lambda: self.session.job_failed(job),
+                           on_progress=self.statusBar().showMessage)
+
+    def _on_shapes(self, job: FusionJob) -> None:
+        if self.session.shapes_done(job):
+            for side in SIDES:  # panes drawn (or being drawn) without shapes are drawn once more, with them
+                if not self._drawn_with_shapes[side]:
+                    self.relayout(side)
+
+    def _job_failed(self, job: FusionJob, title: str, text: str) -> None:
+        if self.session.job_failed(job):
+            self._error(title, text)
 
     # ---- layout -------------------------------------------------------------------------------------
     def relayout(self, side: str) -> None:
-        graph = self.graph(side)
+        graph = self.session.graph(side)
         if graph is None:
             return
-        collapsed, cache = self.collapsed[side], self.layout_cache
+        collapsed, cache = self.session.collapsed[side], self.layout_cache
 
         def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> Layout:
             return layout_graph(graph, collapsed, cache=cache, cancelled=cancelled,
                                 progress=lambda text: progress(f"layout ({side}): {text}"))
 
         keep_view = self.layouts[side] is not None and self.layouts[side].collapsed != collapsed
+        with_shapes = graph.shapes_ready or graph.records_shapes
         self.workers.start(f"layout-{side}", f"layout of the {side} graph", task,
-                           on_finished=lambda layout: self._on_layout(side, graph, layout, keep_view),
+                           on_finished=lambda layout: self._on_layout(side, graph, layout, keep_view, with_shapes),
                            on_error=self._on_layout_error,
                            on_progress=self.statusBar().showMessage)
 
-    def _on_layout(self, side: str, graph: Graph, layout: Layout, keep_view: bool) -> None:
-        if graph is not self.graph(side):
+    def _on_layout(self, side: str, graph: Graph, layout: Layout, keep_view: bool, with_shapes: bool) -> None:
+        if graph is not self.session.graph(side):
             return
         self.layouts[side] = layout
+        self._drawn_with_shapes[side] = with_shapes
         pane = self.panes[side]
         pane.view.show_layout(layout, self._status_function(side), keep_view=keep_view)
         pane.describe(graph, layout)
@@ -446,26 +403,22 @@ class MainWindow(QMainWindow):
         current = self.selection.current
         view.set_selected(current.before if side == "before" else current.after, centre=False)
         if self.search.text():
-            self._on_search_text(self.search.text())
-        if side == "before" and self._fusion_deferred:
-            QTimer.singleShot(500, self._start_deferred_fusion)  # in case the pane is not painted (hidden)
+            self.search_hits.refresh()
+        if side == "before" and self.session.stage is Stage.DRAWING:
+            QTimer.singleShot(500, self._on_before_painted)  # in case the pane is not painted (hidden)
         self.layout_done.emit(side)
 
     def _on_layout_error(self, text: str) -> None:
-        self._start_deferred_fusion()  # the fused graph is still worth computing
+        self._on_before_painted()  # the fused graph is still worth computing
         self._error("Layout failed", text)
 
-    def set_collapsed(self, side: str, scopes: frozenset[str]) -> None:
-        self.collapsed[side] = frozenset(scopes)
-        self.relayout(side)
-
     def _status_function(self, side: str) -> Callable[[str], str] | None:
-        provenance = self.pipeline.provenance if self.pipeline else None
+        pipeline = self.session.pipeline
+        provenance = pipeline.provenance if pipeline else None
         if provenance is None:
             return None
-        if side == "before":
-            return lambda key: "unchanged" if key.startswith(SCOPE_PREFIX) else provenance.original_status(key)
-        return lambda key: "unchanged" if key.startswith(SCOPE_PREFIX) else provenance.status(key)
+        status = provenance.original_status if side == "before" else provenance.status
+        return lambda key: "unchanged" if key.startswith(SCOPE_PREFIX) else status(key)
 
     def _apply_diff(self, side: str) -> None:
         status = self._status_function(side)
@@ -493,8 +446,9 @@ class MainWindow(QMainWindow):
         centre_all = selection.origin not in SIDES
         self.before.set_selected(selection.before, centre=centre_all or selection.origin == "after")
         self.after.set_selected(selection.after, centre=centre_all or selection.origin == "before")
-        self.properties.show_selection(selection, self.graph("before"), self.graph("after"),
-                                       self.pipeline.provenance if self.pipeline else None)
+        pipeline = self.session.pipeline
+        self.properties.show_selection(selection, self.session.graph("before"), self.session.graph("after"),
+                                       pipeline.provenance if pipeline else None)
 
     def step_match(self, delta: int) -> None:
         if self.match_list.step(delta) is None:
@@ -502,32 +456,15 @@ class MainWindow(QMainWindow):
 
     def _on_activated(self, side: str, key: str) -> None:
         if key.startswith(SCOPE_PREFIX):
-            self.set_collapsed(side, self.collapsed[side] - {key[len(SCOPE_PREFIX):]})
+            self.session.set_collapsed(side, self.session.collapsed[side] - {key[len(SCOPE_PREFIX):]})
             return
-        graph = self.graph(side)
-        if graph is not None and key in graph and FUSION_PASS_ATTR in graph.node(key).attr:
+        graph = self.session.graph(side)
+        if graph is not None and key in graph and graph.fused_info(key) is not None:
             FusedBodyDialog(graph, key, self).exec()
 
-    # ---- search -------------------------------------------------------------------------------------
     def focus_search(self) -> None:
         self.search.setFocus()
         self.search.selectAll()
-
-    def _on_search_text(self, text: str) -> None:
-        self._search_hits = [(side, key) for side in SIDES for key in self.panes[side].view.find(text)]
-        self._search_index = -1
-        before_hits = sum(1 for s, _ in self._search_hits if s == "before")
-        self.search_status.setText(f" {before_hits} before, {len(self._search_hits) - before_hits} after"
-                                   if text.strip() else "")
-
-    def next_search_hit(self) -> None:
-        """Enter in the search box: select the next hit (before pane first), which centres both panes."""
-        if not self._search_hits:
-            return
-        self._search_index = (self._search_index + 1) % len(self._search_hits)
-        side, key = self._search_hits[self._search_index]
-        self.select_key(side, key)
-        self.panes[side].view.centre_on_keys([key])
 
     # ---- work status --------------------------------------------------------------------------------
     def _on_busy(self, busy: bool) -> None:
@@ -539,7 +476,6 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Cancelled", 3000)
 
     def closeEvent(self, event) -> None:
-        self._fuse_timer.stop()
         self.workers.shutdown()
         super().closeEvent(event)
 
@@ -551,16 +487,6 @@ class MainWindow(QMainWindow):
         elif not view.export_png(path):
             raise OSError(f"{path}: cannot write the image")
 
-    def export_fused_pb(self, path: str) -> Path:
-        protect = self.model.path if self.model and Path(self.model.path).exists() else None
-        return write_bytes_atomic(path, self.pipeline.fused.graph_def.SerializeToString(deterministic=True),
-                                  protect=protect)
-
-    def export_report(self, path: str) -> Path:
-        from passes.report import build_report
-
-        return write_json_atomic(path, build_report(self.pipeline, model=self.model.name if self.model else ""))
-
     def _export_dialog(self, kind: str) -> None:
         if self.layouts["before"] is None:
             return
@@ -571,18 +497,18 @@ class MainWindow(QMainWindow):
             self._guarded("Export failed", lambda: self.export_graph(path, side))
 
     def _export_pb_dialog(self) -> None:
-        if self.pipeline is None:
+        if self.session.pipeline is None:
             return
         path, _ = QFileDialog.getSaveFileName(self, "Export the fused model", "fused.pb", "GraphDef (*.pb)")
         if path:
-            self._guarded("Export failed", lambda: self.export_fused_pb(path))
+            self._guarded("Export failed", lambda: self.session.export_fused_pb(path))
 
     def _export_report_dialog(self) -> None:
-        if self.pipeline is None:
+        if self.session.pipeline is None:
             return
         path, _ = QFileDialog.getSaveFileName(self, "Export the fuse report", "report.json", "JSON (*.json)")
         if path:
-            self._guarded("Export failed", lambda: self.export_report(path))
+            self._guarded("Export failed", lambda: self.session.export_report(path))
 
     def _guarded(self, title: str, action: Callable[[], Any]) -> None:
         try:

@@ -1,13 +1,15 @@
-"""The pass panel: the registry's passes grouped by family, switches, AutoFuse categories, match counts.
+"""The pass panel: a view and editor of one PassConfig (passes by family, AutoFuse categories, counts).
 
-Everything shown comes from the pass classes' metadata (passes.registry.catalog()), so a new
-pass appears here without touching the GUI. General passes are shown on and locked.
+It shows the configuration it is given (`show_config`) and reports every edit as a new one
+(`config_edited`); it keeps no switch state of its own. Everything shown comes from the
+configuration's catalog (pass metadata, user rules included), so a new pass appears here
+without touching the GUI. General passes are shown on and locked.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -28,42 +30,31 @@ from PySide6.QtWidgets import (
 
 from core.errors import FuseLensError
 from core.io import write_bytes_atomic
-from core.runtime.switch_file import parse_switch_file, switch_forms
-from passes.autofuse.flags import (
-    BROADCAST,
-    CONCAT,
-    DEFAULT_CATEGORIES,
-    OPT_IN_CATEGORIES,
-    POINTWISE,
-    REDUCE,
-    AutofuseFlags,
-    parse_autofuse_flags,
-)
-from passes.base import FusionPass, PassResult
-from passes.registry import FAMILIES, FAMILY_TITLES, catalog
-from passes.scope.switches import format_enable_scope_fusion_passes, parse_enable_scope_fusion_passes
-from passes.scope.user_rules import install_rules, load_rule_file
+from passes.autofuse.flags import BROADCAST, CONCAT, DEFAULT_CATEGORIES, OPT_IN_CATEGORIES, POINTWISE, REDUCE
+from passes.base import PassResult
+from passes.config import PassConfig
+from passes.registry import FAMILIES, FAMILY_TITLES
 
 PASS_ROLE = Qt.ItemDataRole.UserRole
 CATEGORY_ROLE = Qt.ItemDataRole.UserRole + 1
-# The AutoFuse kernel categories shown as sub-switches, with their toolchain defaults.
-AUTOFUSE_CATEGORIES = {c: c in DEFAULT_CATEGORIES for c in (POINTWISE, BROADCAST, REDUCE, CONCAT)}
+# The AutoFuse kernel categories shown as sub-switches.
+AUTOFUSE_CATEGORIES = (POINTWISE, BROADCAST, REDUCE, CONCAT)
 
 
-def autofuse_flags(enabled: bool, categories: dict[str, bool]) -> AutofuseFlags:
-    """The AUTOFUSE_FLAGS for these switches (only differences from the defaults are listed)."""
-    if not enabled:
-        return AutofuseFlags(enable_autofuse=False)
+def with_categories(config: PassConfig, categories: dict[str, bool]) -> PassConfig:
+    """The configuration with these AutoFuse kernel categories (only differences from the defaults are listed)."""
     extra = tuple(c for c, on in categories.items() if on and c in OPT_IN_CATEGORIES)
     dropped = tuple(c for c, on in categories.items() if not on and c in DEFAULT_CATEGORIES)
-    return AutofuseFlags(enable_autofuse=enabled, enable_pass=extra, disable_pass=dropped)
+    return config.with_autofuse_flags(replace(config.autofuse, enable_autofuse=config.is_enabled("AutoFusePass"),
+                                              enable_pass=extra, disable_pass=dropped))
 
 
 class PassPanel(QWidget):
-    changed = Signal()  # the user switched something: fusion must re-run
+    config_edited = Signal(object)  # PassConfig: the user switched something; fusion must re-run
 
-    def __init__(self, parent: QWidget | None = None):
+    def __init__(self, config: PassConfig, parent: QWidget | None = None):
         super().__init__(parent)
+        self.config = config  # the configuration on show (the session's), never edited in place
         self.tree = QTreeWidget(self)
         self.tree.setColumnCount(2)
         self.tree.setHeaderLabels(["Pass", "Matches"])
@@ -71,11 +62,11 @@ class PassPanel(QWidget):
         self.pass_items: dict[str, QTreeWidgetItem] = {}
         self.category_items: dict[str, QTreeWidgetItem] = {}
         self.family_items: dict[str, QTreeWidgetItem] = {}
-        self._populate(catalog())
         self.tree.itemChanged.connect(self._on_item_changed)
         self.tree.header().setStretchLastSection(False)
         self.tree.header().setSectionResizeMode(0, self.tree.header().ResizeMode.Stretch)
         self.tree.header().setSectionResizeMode(1, self.tree.header().ResizeMode.ResizeToContents)
+        self.show_config(config)
 
         buttons = QHBoxLayout()
         self.import_button = self._menu_button("Import", self._import_actions())
@@ -88,9 +79,25 @@ class PassPanel(QWidget):
         layout.addWidget(self.tree)
         layout.addLayout(buttons)
 
-    # ---- building ---------------------------------------------------------------------------------
-    def _populate(self, passes: list[type[FusionPass]]) -> None:
+    # ---- showing a configuration ------------------------------------------------------------------
+    def show_config(self, config: PassConfig) -> None:
+        """Show `config`: the tree is rebuilt when its catalog changed (user rules), else re-checked."""
+        rebuild = [c.id for c in config.catalog()] != list(self.pass_items)
+        self.config = config
         self.tree.blockSignals(True)
+        if rebuild:
+            self._populate()
+        for pass_id, item in self.pass_items.items():
+            item.setCheckState(0, Qt.CheckState.Checked if config.is_enabled(pass_id) else Qt.CheckState.Unchecked)
+        for category, item in self.category_items.items():
+            on = config.autofuse.is_enabled(category)
+            item.setCheckState(0, Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+        self.tree.blockSignals(False)
+
+    def _populate(self) -> None:
+        self.tree.clear()
+        self.pass_items, self.category_items, self.family_items = {}, {}, {}
+        passes = self.config.catalog()
         for family in FAMILIES:
             members = [c for c in passes if c.family == family]
             if not members:
@@ -102,8 +109,6 @@ class PassPanel(QWidget):
             for cls in members:
                 item = QTreeWidgetItem(family_item, [cls.title or cls.id, ""])
                 item.setData(0, PASS_ROLE, cls.id)
-                on = cls.general or cls.default_enabled
-                item.setCheckState(0, Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
                 tip = f"<b>{cls.id}</b>{' (general: always on)' if cls.general else ''}<br>{cls.description}"
                 item.setToolTip(0, tip)
                 flags = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
@@ -120,28 +125,11 @@ class PassPanel(QWidget):
                 group.setToolTip(0, "AUTOFUSE_FLAGS: pointwise and broadcast are on with AutoFuse; "
                                     "reduce and concat need --autofuse_enable_pass")
                 group.setExpanded(True)
-                for category, default in AUTOFUSE_CATEGORIES.items():
+                for category in AUTOFUSE_CATEGORIES:
                     item = QTreeWidgetItem(group, [category, ""])
                     item.setData(0, CATEGORY_ROLE, category)
                     item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsUserCheckable)
-                    item.setCheckState(0, Qt.CheckState.Checked if default else Qt.CheckState.Unchecked)
                     self.category_items[category] = item
-        self.tree.blockSignals(False)
-
-    def rebuild(self) -> None:
-        """Re-read the catalog (user rules add passes), keeping the switches the user set."""
-        states = {pid: item.checkState(0) for pid, item in self.pass_items.items()}
-        categories = self.categories()
-        self.tree.clear()
-        self.pass_items, self.category_items, self.family_items = {}, {}, {}
-        self._populate(catalog())
-        self.tree.blockSignals(True)
-        for pid, state in states.items():
-            if pid in self.pass_items and self.pass_items[pid].flags() & Qt.ItemFlag.ItemIsUserCheckable:
-                self.pass_items[pid].setCheckState(0, state)
-        for category, on in categories.items():
-            self.set_category(category, on)
-        self.tree.blockSignals(False)
 
     def _menu_button(self, text: str, actions: list[QAction]) -> QToolButton:
         button = QToolButton(self)
@@ -174,44 +162,36 @@ class PassPanel(QWidget):
 
     def _export_actions(self) -> list[QAction]:
         return [
-            self._action("Scope pass list (copy)", lambda: self._copy(self.scope_pass_list()),
+            self._action("Scope pass list (copy)", lambda: self._copy(self.config.scope_list()),
                          "copy the enable_scope_fusion_passes value"),
-            self._action("AUTOFUSE_FLAGS (copy)", lambda: self._copy(self.autofuse_flags()),
+            self._action("AUTOFUSE_FLAGS (copy)", lambda: self._copy(self.config.autofuse_flags()),
                          "copy the AUTOFUSE_FLAGS value"),
             self._action("Fusion switch file…", self.export_switch_file_dialog,
                          "write the passes' on/off states as a fusion switch file (JSON)"),
         ]
 
-    # ---- state ------------------------------------------------------------------------------------
-    def pass_ids(self) -> list[str]:
-        return [pid for pid, item in self.pass_items.items() if item.checkState(0) == Qt.CheckState.Checked]
+    # ---- editing: every edit is a new configuration, announced once -------------------------------
+    def _edit(self, config: PassConfig) -> None:
+        self.show_config(config)
+        self.config_edited.emit(config)
+
+    def _on_item_changed(self, item: QTreeWidgetItem, column: int) -> None:
+        if column != 0:
+            return
+        on = item.checkState(0) == Qt.CheckState.Checked
+        if item.data(0, PASS_ROLE):
+            self._edit(self.config.with_pass(item.data(0, PASS_ROLE), on))
+        elif item.data(0, CATEGORY_ROLE):
+            categories = {c: self.config.autofuse.is_enabled(c) for c in AUTOFUSE_CATEGORIES}
+            self._edit(with_categories(self.config, {**categories, item.data(0, CATEGORY_ROLE): on}))
 
     def set_enabled(self, pass_id: str, on: bool) -> None:
-        """Switch a pass (a general pass stays on)."""
-        item = self.pass_items[pass_id]
-        if item.flags() & Qt.ItemFlag.ItemIsUserCheckable:
-            item.setCheckState(0, Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
-
-    def categories(self) -> dict[str, bool]:
-        return {c: item.checkState(0) == Qt.CheckState.Checked for c, item in self.category_items.items()}
+        """Switch a pass as a click on its box would (a general pass stays on)."""
+        if not self.config.get_pass(pass_id).general:
+            self.pass_items[pass_id].setCheckState(0, Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
 
     def set_category(self, category: str, on: bool) -> None:
         self.category_items[category].setCheckState(0, Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
-
-    def _family_of(self, item: QTreeWidgetItem) -> str | None:
-        return next((f for f, family_item in self.family_items.items() if item.parent() is family_item), None)
-
-    def autofuse_flags(self) -> str:
-        """AUTOFUSE_FLAGS for the current switches (AutoFuse off when no AutoFuse pass is on)."""
-        on = any(self._family_of(item) == "autofuse" and item.checkState(0) == Qt.CheckState.Checked
-                 for item in self.pass_items.values())
-        return autofuse_flags(on, self.categories() or dict(AUTOFUSE_CATEGORIES)).to_string()
-
-    def scope_pass_list(self) -> str:
-        return format_enable_scope_fusion_passes(self.pass_ids())
-
-    def options(self) -> dict[str, Any]:
-        return {"autofuse_flags": self.autofuse_flags()}
 
     def set_counts(self, results: list[PassResult]) -> None:
         by_id = {r.pass_id: r for r in results}
@@ -221,55 +201,27 @@ class PassPanel(QWidget):
             item.setText(1, f"{len(result.matches)} ✔ {len(result.near_misses)} ✘" if result else "")
         self.tree.blockSignals(False)
 
-    def _on_item_changed(self, item: QTreeWidgetItem, column: int) -> None:
-        if column == 0 and (item.data(0, PASS_ROLE) or item.data(0, CATEGORY_ROLE)):
-            self.changed.emit()
-
-    def _switch(self, states: dict[str, bool], categories: dict[str, bool] | None = None) -> None:
-        """Apply several switches, then one `changed`."""
-        self.tree.blockSignals(True)
-        for pid, on in states.items():
-            self.set_enabled(pid, on)
-        for category, on in (categories or {}).items():
-            if category in self.category_items:
-                self.set_category(category, on)
-        self.tree.blockSignals(False)
-        self.changed.emit()
-
     # ---- toolchain switches: each raises FuseLensError for bad input ------------------------------
     def apply_scope_list(self, text: str) -> None:
         """Exactly the named non-general scope passes on (general ones stay on)."""
-        wanted = set(parse_enable_scope_fusion_passes(text))
-        self._switch({pid: pid in wanted for pid, item in self.pass_items.items() if self._family_of(item) == "scope"})
+        self._edit(self.config.with_scope_list(text))
 
     def apply_autofuse_flags(self, text: str) -> None:
-        flags = parse_autofuse_flags(text)
-        autofuse = {pid: flags.enable_autofuse for pid, item in self.pass_items.items()
-                    if self._family_of(item) == "autofuse"}
-        self._switch(autofuse, {c: flags.is_enabled(c) for c in AUTOFUSE_CATEGORIES})
+        self._edit(self.config.with_autofuse_flags(text))
 
     def apply_switch_file(self, path: str) -> list[str]:
-        """Switch the passes a fusion switch file names (`ALL` covers the rest); returns unknown names."""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise FuseLensError(f"{path}: cannot read the switch file ({e})") from None
-        switches = parse_switch_file(text, path)
-        named = {**switches.ub_fusion, **switches.graph_fusion}
-        default = named.get("ALL")
-        states = {pid: (named.get(pid) or default) == "on" for pid in self.pass_items if (named.get(pid) or default)}
-        self._switch(states)
-        return sorted(n for n in named if n != "ALL" and n not in self.pass_items)
-
-    def switch_file_text(self) -> str:
-        rows = [{"id": c.id, "family": c.family, "general": c.general} for c in catalog()]
-        return switch_forms(rows, self.pass_ids(), self.autofuse_flags()).fusion_switches.to_json_text()
+        """Switch the passes a fusion switch file names (`ALL` covers the rest); returns the names it
+        has that are no FuseLens pass (kept for export, left to the toolchain)."""
+        config = self.config.with_switch_file(path)
+        self._edit(config)
+        return sorted(n for section in config.foreign_switches.sections().values() for n in section if n != "ALL")
 
     def apply_scope_rules(self, path: str) -> list[str]:
-        """Install a user rule file's rules as scope passes (shown switched off); returns their ids."""
-        installed = install_rules(load_rule_file(path))
-        self.rebuild()
-        return installed
+        """Add a user rule file's rules as scope passes (shown switched off); returns their ids."""
+        before = {c.id: c for c in self.config.catalog()}
+        config = self.config.with_scope_rules(path)
+        self._edit(config)
+        return [c.id for c in config.catalog() if before.get(c.id) is not c and c.family == "scope"]
 
     # ---- dialogs ----------------------------------------------------------------------------------
     def _copy(self, text: str) -> None:
@@ -285,12 +237,12 @@ class PassPanel(QWidget):
 
     def import_scope_list(self) -> None:
         text, ok = QInputDialog.getText(self, "Scope pass list", "enable_scope_fusion_passes (comma list):",
-                                        text=self.scope_pass_list())
+                                        text=self.config.scope_list())
         if ok:
             self._guarded("Scope pass list", lambda: self.apply_scope_list(text))
 
     def import_autofuse_flags(self) -> None:
-        text, ok = QInputDialog.getText(self, "AUTOFUSE_FLAGS", "AUTOFUSE_FLAGS:", text=self.autofuse_flags())
+        text, ok = QInputDialog.getText(self, "AUTOFUSE_FLAGS", "AUTOFUSE_FLAGS:", text=self.config.autofuse_flags())
         if ok:
             self._guarded("AUTOFUSE_FLAGS", lambda: self.apply_autofuse_flags(text))
 
@@ -305,11 +257,11 @@ class PassPanel(QWidget):
     def export_switch_file_dialog(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Fusion switch file", "fusion_switch.json", "JSON (*.json)")
         if path:
-            self._guarded("Fusion switch file", lambda: write_bytes_atomic(path, self.switch_file_text().encode()))
+            text = self.config.switch_file().to_json_text()
+            self._guarded("Fusion switch file", lambda: write_bytes_atomic(path, text.encode()))
 
     def import_scope_rules_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "User scope rule file", "", "Rule files (*.yaml *.yml *.json)")
-        installed = self._guarded("Scope rules", lambda: self.apply_scope_rules(path)) if path else None
-        if installed:
-            QMessageBox.information(self, "Scope rules",
-                                    "Installed (switch them on to use them): " + ", ".join(installed))
+        added = self._guarded("Scope rules", lambda: self.apply_scope_rules(path)) if path else None
+        if added:
+            QMessageBox.information(self, "Scope rules", "Added (switch them on to use them): " + ", ".join(added))

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence, QStandardItemModel
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QDockWidget,
     QFileDialog,
     QHBoxLayout,
     QInputDialog,
@@ -29,6 +28,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QSpinBox,
+    QStatusBar,
     QTabWidget,
     QToolBar,
     QToolButton,
@@ -44,13 +44,17 @@ from core.runtime.npu_bundle import write_npu_bundle
 from core.runtime.npu_script import MODES
 from core.runtime.profile_import import import_run_file
 from core.runtime.run_view import open_inputs, parse_input_shapes
-from core.runtime.switch_file import SwitchForms, switch_forms
 from core.runtime.trace import write_chrome_trace, write_kernel_csv
 from gui.charts import KernelCharts, SummaryCards, Timeline
+from gui.graph_view import GraphView
 from gui.heat import HeatLegend, HeatOverlay
 from gui.kernel_table import KernelTable
-from gui.workers import Worker
-from passes.registry import catalog
+from gui.selection import Selection, SelectionModel
+from gui.workers import Worker, WorkerPool
+from session import Session
+
+if TYPE_CHECKING:
+    from gui.main_window import MainWindow
 
 BACKEND_TITLES = {"cpu": "CPU", "gpu": "GPU", "npu": "Ascend NPU"}
 DEFAULT_STEPS = 20
@@ -98,18 +102,18 @@ class RunPanel(QWidget):
     result_shown = Signal(object)  # RunResult | None
     run_failed = Signal(str)
 
-    def __init__(self, window: Any):
-        super().__init__(window)
-        self.window = window
+    def __init__(self, session: Session, selection: SelectionModel, workers: WorkerPool, status: QStatusBar,
+                 views: Mapping[str, GraphView], parent: QWidget | None = None):
+        super().__init__(parent)
+        self.session, self.selection, self.workers, self.status = session, selection, workers, status
         self.result: RunResult | None = None
         self.handle: RunHandle | None = None
         self.timeout_s: float | None = 600.0
         self._running = False
         self._worker: Worker | None = None
-        self.dock: QDockWidget | None = None  # set by install_run_panel
         self._build_controls()
         self._build_results()
-        self.heat = HeatOverlay(window, self.heat_legend)
+        self.heat = HeatOverlay(session, views, self.heat_legend, self)
         self.heat.set_enabled(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 2)
@@ -118,7 +122,7 @@ class RunPanel(QWidget):
         layout.addWidget(self.results, 1)
         self._connect()
         self._set_running(False)
-        self._on_model_loaded(None)
+        self._on_model()
         self.show_result(None)
         BACKEND_PROBE.request(self.backends_known.emit)
 
@@ -205,8 +209,8 @@ class RunPanel(QWidget):
         self.heat_box.toggled.connect(self.heat.set_enabled)
         for view in (self.charts, self.timeline, self.table):
             view.kernel_clicked.connect(self.select_kernel)
-        self.window.selection.changed.connect(self._on_selection)
-        self.window.model_loaded.connect(self._on_model_loaded)
+        self.selection.changed.connect(self._on_selection)
+        self.session.subscribe(lambda what: self._on_model() if what == "model" else None)
 
     # ---- backends ---------------------------------------------------------------------------------
     def set_backends(self, statuses: list[BackendStatus]) -> None:
@@ -230,22 +234,15 @@ class RunPanel(QWidget):
         return self._running
 
     def build_request(self) -> RunRequest:
-        window = self.window
-        if window.model is None or window.pipeline is None:
+        model, pipeline = self.session.model, self.session.pipeline
+        if model is None or pipeline is None:
             raise FuseLensError("open a model first (and let the passes run): there is nothing to run yet")
-        pipeline = window.pipeline
         backend = self.backend.currentData()
         return RunRequest(
-            original=window.model.graph, fused=pipeline.fused, model=window.model.name,
-            pass_ids=window.pass_panel.pass_ids(), backend=backend, steps=self.steps.value(),
+            original=model.graph, fused=pipeline.fused, model=model.name,
+            config=pipeline.config, backend=backend, steps=self.steps.value(),
             warmup=self.warmup.value(), input_shapes=parse_input_shapes(self.shapes.text()), timeout=self.timeout_s,
-            switches=self.switch_forms() if backend == "npu" else None,
             original_to_final=pipeline.provenance.original_to_final() if pipeline.provenance else None)
-
-    def switch_forms(self) -> SwitchForms:
-        """The pass panel's switches in the NPU toolchain's three forms."""
-        rows = [{"id": c.id, "family": c.family, "general": c.general} for c in catalog()]
-        return switch_forms(rows, self.window.pass_panel.pass_ids(), self.window.pass_panel.autofuse_flags())
 
     def start_run(self) -> None:
         """Compile and run both graphs; a problem shows as an error message, the window stays."""
@@ -273,7 +270,7 @@ class RunPanel(QWidget):
 
         self._set_running(True)
         self.progress_label.setText(f"starting ({request.backend})…")
-        self._worker = self.window.workers.start("run", "the run", task, on_finished=self._on_finished,
+        self._worker = self.workers.start("run", "the run", task, on_finished=self._on_finished,
                                                  on_error=self._failed)
         self._worker.signals.cancelled.connect(self._on_cancelled)
 
@@ -299,41 +296,39 @@ class RunPanel(QWidget):
         else:
             self.progress.setRange(0, 0)
         self.progress_label.setText(str(progress))
-        self.window.statusBar().showMessage(f"Run: {progress}")
+        self.status.showMessage(f"Run: {progress}")
 
     def _on_finished(self, result: RunResult) -> None:
         self._set_running(False)
         self.progress_label.setText(f"done in {result.seconds:.1f} s")
-        self.window.statusBar().showMessage(f"Run finished in {result.seconds:.1f} s", 10000)
+        self.status.showMessage(f"Run finished in {result.seconds:.1f} s", 10000)
         self.show_result(result)
 
     def _on_cancelled(self) -> None:
         self._set_running(False)
         self.progress_label.setText("cancelled")
-        self.window.statusBar().showMessage("Run cancelled; its child process was stopped", 5000)
+        self.status.showMessage("Run cancelled; its child process was stopped", 5000)
 
     def _failed(self, text: str) -> None:
         self._set_running(False)
         self.progress_label.setText("failed")
         self.progress_label.setToolTip(text)
-        self.window.statusBar().showMessage(text, 10000)
+        self.status.showMessage(text, 10000)
         self.run_failed.emit(text)
-        QMessageBox.critical(self.window, "Run failed", text)
+        QMessageBox.critical(self, "Run failed", text)
 
     # ---- results ----------------------------------------------------------------------------------
     def show_result(self, result: RunResult | None) -> None:
         """Show a run (the cards, charts and table appear), or none (the dock shrinks to its controls)."""
-        had_result = self.result is not None
         self.result = result
+        self.session.set_run(result)
         self.results.setVisible(result is not None)
-        if self.dock is not None and result is not None and not had_result:
-            self.window.resizeDocks([self.dock], [RESULTS_HEIGHT], Qt.Orientation.Vertical)
         self.cards.set_result(result)
         self.charts.set_result(result, self.top_n.value())
         self.timeline.set_result(result)
         self.table.set_result(result)
         self.heat.set_result(result)
-        self._on_selection(self.window.selection.current)
+        self._on_selection(self.selection.current)
         for action in getattr(self, "result_actions", ()):
             action.setEnabled(result is not None)
         self.result_shown.emit(result)
@@ -341,19 +336,20 @@ class RunPanel(QWidget):
     def select_kernel(self, side: str, kernel: Any) -> None:
         """A bar, block or row was clicked: its graph node becomes the shared selection."""
         if kernel.node is None:
-            self.window.statusBar().showMessage(f"kernel {kernel.kernel} is not mapped to a graph node", 5000)
+            self.status.showMessage(f"kernel {kernel.kernel} is not mapped to a graph node", 5000)
             return
         if side == "before":
-            self.window.selection.select_original([kernel.node], origin="kernels")
+            self.selection.select_original([kernel.node], origin="kernels")
         else:
-            self.window.selection.select_fused([kernel.node], origin="kernels")
+            self.selection.select_fused([kernel.node], origin="kernels")
 
-    def _on_selection(self, selection: Any) -> None:
+    def _on_selection(self, selection: Selection) -> None:
         self.charts.highlight(selection.before, selection.after)
         self.table.highlight(selection.before, selection.after)
 
-    def _on_model_loaded(self, model: Any) -> None:
+    def _on_model(self) -> None:
         """A new model: the old results are of other graphs; offer shapes for its open input dims."""
+        model = self.session.model
         if model is not None:
             self.show_result(None)
         offered = open_inputs(model.graph) if model is not None else {}
@@ -364,8 +360,8 @@ class RunPanel(QWidget):
     # ---- import and export ------------------------------------------------------------------------
     def import_profile(self, path: str) -> None:
         """An op_summary / op_statistic CSV, a PROF_* folder or a run file, mapped to the open graphs."""
-        original, fused = self.window.graph("before"), self.window.graph("after")
-        self.window.workers.start("import", f"importing {path}",
+        original, fused = self.session.graph("before"), self.session.graph("after")
+        self.workers.start("import", f"importing {path}",
                                   lambda progress, cancelled: import_run_file(path, original, fused),
                                   on_finished=self._on_imported, on_error=self._import_failed)
 
@@ -373,12 +369,12 @@ class RunPanel(QWidget):
         self.show_result(result)
         mapped = sum(k.node is not None for run in result.graphs.values() for k in run.kernels)
         total = sum(len(run.kernels) for run in result.graphs.values())
-        self.window.statusBar().showMessage(f"Imported {result.model}: {total} kernels, {mapped} mapped to "
+        self.status.showMessage(f"Imported {result.model}: {total} kernels, {mapped} mapped to "
                                             f"graph nodes ({', '.join(result.graphs)})", 10000)
 
     def _import_failed(self, text: str) -> None:
-        self.window.statusBar().showMessage(text, 10000)
-        QMessageBox.critical(self.window, "Import failed", text)
+        self.status.showMessage(text, 10000)
+        QMessageBox.critical(self, "Import failed", text)
 
     def export_chrome_trace(self, path: str) -> Path:
         return write_chrome_trace(self._need_result(), path)
@@ -396,14 +392,13 @@ class RunPanel(QWidget):
         return Path(path)
 
     def export_npu_script(self, path: str, mode: str = "tf1") -> list[Path]:
-        window = self.window
-        if window.model is None or window.pipeline is None:
+        model, pipeline = self.session.model, self.session.pipeline
+        if model is None or pipeline is None:
             raise FuseLensError("open a model first: the NPU script runs its original and fused graphs")
-        pipeline = window.pipeline
-        protect = window.model.path if Path(window.model.path).exists() else None
+        protect = model.path if Path(model.path).exists() else None
         return write_npu_bundle(
-            path, model=window.model.name, original=window.model.graph, fused=pipeline.fused,
-            forms=self.switch_forms(), input_shapes=parse_input_shapes(self.shapes.text()), mode=mode,
+            path, model=model.name, original=model.graph, fused=pipeline.fused,
+            config=pipeline.config, input_shapes=parse_input_shapes(self.shapes.text()), mode=mode,
             original_to_final=pipeline.provenance.original_to_final() if pipeline.provenance else None,
             steps=self.steps.value(), warmup=self.warmup.value(), protect=protect)
 
@@ -416,8 +411,8 @@ class RunPanel(QWidget):
         try:
             action()
         except (FuseLensError, OSError) as e:
-            self.window.statusBar().showMessage(str(e), 10000)
-            QMessageBox.critical(self.window, title, str(e))
+            self.status.showMessage(str(e), 10000)
+            QMessageBox.critical(self, title, str(e))
 
     def import_file_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Import a profile or run file", "", PROFILE_FILTER)
@@ -444,7 +439,7 @@ class RunPanel(QWidget):
     def build_actions(self) -> list[QAction | None]:
         """The Run menu (None: a separator); actions that need a result follow whether one is shown."""
         def action(text: str, handler: Callable[[], Any], shortcut: str | None = None) -> QAction:
-            item = QAction(text, self.window)
+            item = QAction(text, self)
             item.triggered.connect(handler)
             if shortcut:
                 item.setShortcut(QKeySequence(shortcut))
@@ -478,10 +473,22 @@ class RunPanel(QWidget):
 RESULTS_HEIGHT = 430  # the dock's height once a run is shown: cards, a readable chart, and the tabs
 
 
-def install_run_panel(window: Any) -> RunPanel:
+def install_run_panel(window: MainWindow) -> RunPanel:
     """Add the run panel as a bottom dock, a Run menu, and Compile and run on the toolbar."""
-    panel = RunPanel(window)
+    views = {side: pane.view for side, pane in window.panes.items()}
+    panel = RunPanel(window.session, window.selection, window.workers, window.statusBar(), views, window)
     dock = window.add_bottom_dock(panel, DOCK_TITLE)
+    window.layout_done.connect(panel.heat.on_layout)
+
+    shown: list[RunResult | None] = [None]
+
+    def grow_for_results(result: RunResult | None) -> None:
+        """The dock was just its control row: give the first result shown room to read."""
+        if result is not None and shown[0] is None:
+            window.resizeDocks([dock], [RESULTS_HEIGHT], Qt.Orientation.Vertical)
+        shown[0] = result
+
+    panel.result_shown.connect(grow_for_results)
     menu = window.menuBar().addMenu("&Run")
     for action in panel.build_actions():
         if action is None:
@@ -492,5 +499,4 @@ def install_run_panel(window: Any) -> RunPanel:
     if toolbar is not None:
         toolbar.addSeparator()
         toolbar.addAction(panel.run_action)
-    panel.dock = dock
     return panel

@@ -33,13 +33,11 @@ class SelectionModel(QObject):
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
         self.provenance: Provenance | None = None
-        self.fused_names: frozenset[str] = frozenset()
         self.current = Selection()
 
-    def set_provenance(self, provenance: Provenance | None, fused_names: Iterable[str] = ()) -> None:
+    def set_provenance(self, provenance: Provenance | None) -> None:
         """A new fusion result: the mapping changes, the selection is re-read through it."""
         self.provenance = provenance
-        self.fused_names = frozenset(fused_names)
         if not self.current.empty:
             if self.current.item is not None:
                 self.select_item(self.current.item, origin=self.current.origin)

@@ -72,7 +72,13 @@ class Worker(QRunnable):
 
 
 class WorkerPool(QObject):
-    """The window's workers: one live worker per slot ("load", "layout-before", ...); a new one cancels the old."""
+    """The window's workers, one lane per slot ("load", "tf", "layout-before", ...).
+
+    A slot runs one task at a time: a new task cancels the running one and starts only when that
+    one has ended, replacing any task still waiting. Work in one slot therefore never overlaps,
+    which is what TensorFlow needs (two graph imports at once in one process crash it), and a
+    superseded task's result is dropped (its `on_finished` is not called).
+    """
 
     busy_changed = Signal(bool)
 
@@ -80,39 +86,60 @@ class WorkerPool(QObject):
         super().__init__(parent)
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(3)
-        self._live: dict[str, Worker] = {}
+        self._running: dict[str, Worker] = {}
+        self._waiting: dict[str, Worker] = {}
 
     def start(self, slot: str, name: str, task: Task, *, on_finished: Callable[[Any], None],
-              on_error: Callable[[str], None], on_progress: Callable[[str], None] | None = None) -> Worker:
-        if slot in self._live:
-            self._live[slot].cancel()
+              on_error: Callable[[str], None], on_progress: Callable[[str], None] | None = None,
+              on_cancelled: Callable[[], None] | None = None) -> Worker:
+        """Queue `task` in `slot`; `on_cancelled` runs when this task is cancelled or superseded."""
         worker = Worker(name, task)
-        self._live[slot] = worker
 
         def done(handler: Callable[..., None] | None, *args: Any) -> None:
-            if self._live.get(slot) is worker:
-                del self._live[slot]
-                self.busy_changed.emit(bool(self._live))
-            if handler is not None and not worker.is_cancelled:  # a superseded worker's result is stale
+            if self._running.get(slot) is worker:
+                del self._running[slot]
+                waiting = self._waiting.pop(slot, None)
+                if waiting is not None:
+                    self._launch(slot, waiting)
+            self.busy_changed.emit(self.busy())
+            if worker.is_cancelled:  # a superseded worker's result is stale
+                handler = on_cancelled
+                args = ()
+            if handler is not None:
                 handler(*args)
 
         worker.signals.finished.connect(lambda result: done(on_finished, result))
         worker.signals.errored.connect(lambda text: done(on_error, text))
-        worker.signals.cancelled.connect(lambda: done(None))
+        worker.signals.cancelled.connect(lambda: done(on_cancelled))
         if on_progress is not None:
             worker.signals.progress.connect(on_progress)
+        if slot in self._running:
+            self._running[slot].cancel()
+            self._drop_waiting(slot)
+            self._waiting[slot] = worker
+        else:
+            self._launch(slot, worker)
         self.busy_changed.emit(True)
-        self.pool.start(worker)
         return worker
 
-    def is_live(self, worker: Worker) -> bool:
-        return worker in self._live.values()
+    def _launch(self, slot: str, worker: Worker) -> None:
+        self._running[slot] = worker
+        self.pool.start(worker)
 
     def busy(self) -> bool:
-        return bool(self._live)
+        return bool(self._running or self._waiting)
+
+    def _drop_waiting(self, slot: str) -> None:
+        """A task that never started is told it was cancelled, like one that had."""
+        waiting = self._waiting.pop(slot, None)
+        if waiting is not None:
+            waiting.cancel()
+            waiting.signals.cancelled.emit()
 
     def cancel_all(self) -> None:
-        for worker in self._live.values():
+        for slot in list(self._waiting):
+            self._drop_waiting(slot)
+        for worker in self._running.values():
             worker.cancel()
 
     def shutdown(self, timeout_ms: int = 30000) -> bool:

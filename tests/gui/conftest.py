@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QMessageBox
 
 from core.layout import LayoutCache
 from passes import registry
+from passes.config import PassConfig
 from tests.gui.helpers import ToyDropActivation, close_window, make_window
 
 
@@ -43,11 +44,6 @@ def window(qtbot, tmp_path, dialogs, layout_cache):
 def toy_window(qtbot, tmp_path, dialogs, layout_cache, monkeypatch):
     """The main window with the toy pass on and every other switchable pass off."""
     monkeypatch.setitem(registry._REGISTRY, ToyDropActivation.id, ToyDropActivation)
-    window = make_window(qtbot, tmp_path, layout_cache)
-    panel = window.pass_panel
-    panel.tree.blockSignals(True)
-    for pass_id in panel.pass_items:
-        panel.set_enabled(pass_id, pass_id == ToyDropActivation.id)
-    panel.tree.blockSignals(False)
+    window = make_window(qtbot, tmp_path, layout_cache, PassConfig.from_ids([ToyDropActivation.id]))
     yield window
     close_window(window)

@@ -39,11 +39,11 @@ class ToyDropActivation(FusionPass):
         return Rewrite(self.id, match.index, removed=(relu,), modified=(producer,))
 
 
-def make_window(qtbot, tmp_path, layout_cache):
+def make_window(qtbot, tmp_path, layout_cache, config=None):
     from gui.main_window import MainWindow  # after the QApplication exists
 
     settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-    window = MainWindow(settings=settings, layout_cache=layout_cache)
+    window = MainWindow(settings=settings, layout_cache=layout_cache, config=config)
     qtbot.addWidget(window)
     window.resize(1400, 860)
     window.show()
@@ -63,7 +63,7 @@ def open_and_wait(qtbot, window, spec: str, timeout: int = WAIT_MS) -> None:
 
 def wait_idle(qtbot, window, timeout: int = WAIT_MS) -> None:
     def ready() -> bool:
-        return (window.is_idle() and window.pipeline is not None and window.model is not None
+        return (window.is_idle() and window.session.pipeline is not None and window.session.model is not None
                 and window.layouts["before"] is not None and window.layouts["after"] is not None
                 and window.before.layout_ is window.layouts["before"]
                 and window.after.layout_ is window.layouts["after"])

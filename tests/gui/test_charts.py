@@ -12,7 +12,7 @@ from PySide6.QtCore import QPointF, Qt
 from core.loaders import load_model
 from core.opclass import PALETTE
 from core.runtime import RunRequest, RunResult, run
-from passes.registry import default_pass_ids, run_pipeline
+from passes.registry import run_pipeline
 from tests.gui.helpers import open_and_wait
 
 SAMPLE = "abs_relu_exp"
@@ -23,7 +23,7 @@ FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
 def run_file(tmp_path_factory) -> str:
     """One real run (child process, TensorFlow on CPU) with the window's default passes, saved as a run file."""
     graph = load_model(SAMPLE).graph
-    pipeline = run_pipeline(graph, default_pass_ids(), {})
+    pipeline = run_pipeline(graph)
     result = run(RunRequest(original=graph, fused=pipeline.fused, model=SAMPLE, steps=4, warmup=1,
                             original_to_final=pipeline.provenance.original_to_final()))
     path = tmp_path_factory.mktemp("run") / "abs_relu_exp_run.json"
@@ -37,7 +37,7 @@ def shown(qtbot, window, run_file):
     open_and_wait(qtbot, window, SAMPLE)
     panel = window.run_panel
     panel.show_result(RunResult.load(run_file))
-    panel.window.resizeDocks([panel.parentWidget()], [420], Qt.Orientation.Vertical)
+    window.resizeDocks([panel.parentWidget()], [420], Qt.Orientation.Vertical)
     qtbot.waitUntil(lambda: panel.charts.bars["after"].width() > 300 and panel.charts.bars["after"].height() > 150)
     return panel
 
@@ -59,7 +59,7 @@ def test_after_chart_shows_the_one_fused_kernel_and_before_the_elementwise_ones(
 
 
 def test_clicking_a_bar_selects_its_node_in_both_panes(qtbot, shown):
-    window = shown.window
+    window = shown.window()
     chart = shown.charts.bars["after"]
     point = chart.widget_pos(chart.values[0] / 2, 0)
     qtbot.mouseClick(chart.viewport(), Qt.MouseButton.LeftButton, pos=point)
@@ -96,7 +96,7 @@ def test_timeline_has_one_step_of_each_graph_and_selects_on_click(qtbot, shown):
     assert event.kernel == FUSED and timeline.hit(QPointF(event.start_us + event.dur_us / 2, row)) == index
     qtbot.mouseClick(timeline.viewport(), Qt.MouseButton.LeftButton,
                      pos=timeline.widget_pos(event.start_us + event.dur_us / 2, row))
-    qtbot.waitUntil(lambda: shown.window.selection.current.after == frozenset({FUSED}))
+    qtbot.waitUntil(lambda: shown.window().selection.current.after == frozenset({FUSED}))
 
 
 def test_kernel_table_sorts_selects_and_follows_the_selection(qtbot, shown):
@@ -109,13 +109,13 @@ def test_kernel_table_sorts_selects_and_follows_the_selection(qtbot, shown):
     names = [model.index(r, 1).data() for r in range(model.rowCount())]
     assert names == sorted(names)
     table.clicked.emit(model.index(names.index("exp_0"), 1))
-    assert shown.window.selection.current.before == {"exp_0"} and shown.window.selection.current.after == {FUSED}
+    assert shown.window().selection.current.before == {"exp_0"} and shown.window().selection.current.after == {FUSED}
     selected = sorted(i.row() for i in table.selectionModel().selectedRows())
     assert selected == sorted([names.index("exp_0"), names.index(FUSED)])  # the rows of the selection, both sides
 
 
 def test_heat_overlay_colours_nodes_and_switches_off(qtbot, shown):
-    window = shown.window
+    window = shown.window()
     hot, other = window.after.items_by_key[FUSED], window.before.items_by_key["exp_0"]
     assert hot.heat is None
     shown.heat_box.setChecked(True)

@@ -29,7 +29,7 @@ def click_node(qtbot, view, key: str, *, double: bool = False) -> None:
 
 def test_open_a_sample_draws_both_panes_with_constants_folded(qtbot, toy_window):
     open_and_wait(qtbot, toy_window, SAMPLE)
-    graph = toy_window.model.graph
+    graph = toy_window.session.model.graph
     before = toy_window.layouts["before"]
     assert toy_window.windowTitle() == f"FuseLens — {SAMPLE}"
     assert set(toy_window.before.items_by_key) == set(before.nodes)
@@ -49,21 +49,21 @@ def test_a_bad_file_shows_an_error_and_the_window_stays_usable(qtbot, toy_window
     qtbot.waitUntil(lambda: bool(dialogs), timeout=10000)
     kind, _title, text = dialogs[0]
     assert kind == "critical" and "broken.pb" in text
-    assert toy_window.model is None and toy_window.isVisible()
+    assert toy_window.session.model is None and toy_window.isVisible()
     open_and_wait(qtbot, toy_window, "conv_bn")  # still works afterwards
-    assert toy_window.model.name == "conv_bn"
+    assert toy_window.session.model.name == "conv_bn"
 
 
 def test_toggling_a_pass_changes_the_after_pane(qtbot, toy_window):
     open_and_wait(qtbot, toy_window, SAMPLE)
-    relus = [n.name for n in toy_window.model.graph if n.op == "Relu"]
+    relus = [n.name for n in toy_window.session.model.graph if n.op == "Relu"]
     assert not set(relus) & set(toy_window.after.items_by_key)
     item = toy_window.pass_panel.pass_items[ToyDropActivation.id]
     assert item.text(1) == f"{len(relus)} ✔ 0 ✘"
     item.setCheckState(0, Qt.CheckState.Unchecked)  # what a click on the check box does
     wait_idle(qtbot, toy_window)
     assert set(relus) <= set(toy_window.after.items_by_key)
-    assert toy_window.pipeline.result(ToyDropActivation.id) is None
+    assert toy_window.session.pipeline.result(ToyDropActivation.id) is None
     item.setCheckState(0, Qt.CheckState.Checked)
     wait_idle(qtbot, toy_window)
     assert not set(relus) & set(toy_window.after.items_by_key)
@@ -71,8 +71,8 @@ def test_toggling_a_pass_changes_the_after_pane(qtbot, toy_window):
 
 def test_stepping_through_matches_selects_the_right_nodes_in_both_panes(qtbot, toy_window):
     open_and_wait(qtbot, toy_window, "demo")
-    provenance = toy_window.pipeline.provenance
-    records = [r for result in toy_window.pipeline.results for r in (*result.matches, *result.near_misses)]
+    provenance = toy_window.session.pipeline.provenance
+    records = [r for result in toy_window.session.pipeline.results for r in (*result.matches, *result.near_misses)]
     assert sum(1 for r in records if r.pass_id == ToyDropActivation.id) == 4  # 3 drops + 1 Sigmoid near miss
     seen = []
     for _ in records:
@@ -118,7 +118,7 @@ def test_search_by_op_type_or_name_outlines_hits_and_enter_selects(qtbot, toy_wi
     open_and_wait(qtbot, toy_window, SAMPLE)
     toy_window.find_action.trigger()
     qtbot.keyClicks(toy_window.search, "rsqrt")
-    rsqrt = {n.name for n in toy_window.model.graph if n.op == "Rsqrt"}
+    rsqrt = {n.name for n in toy_window.session.model.graph if n.op == "Rsqrt"}
     assert set(toy_window.before.hit_keys) == rsqrt and len(rsqrt) == 4
     assert all(toy_window.before.items_by_key[k].hit for k in rsqrt)
     qtbot.keyClick(toy_window.search, Qt.Key.Key_Return)
@@ -160,20 +160,20 @@ def test_exports_svg_png_fused_model_and_report(qtbot, toy_window, tmp_path):
     toy_window.export_graph(str(png), "after")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     fused = tmp_path / "fused.pb"
-    toy_window.export_fused_pb(str(fused))
-    assert len(load_model(str(fused)).graph) == len(toy_window.pipeline.fused)
+    toy_window.session.export_fused_pb(str(fused))
+    assert len(load_model(str(fused)).graph) == len(toy_window.session.pipeline.fused)
     report = tmp_path / "report.json"
-    toy_window.export_report(str(report))
+    toy_window.session.export_report(str(report))
     data = json.loads(report.read_text())
     assert data["model"] == SAMPLE and data["op_diff"] == ["Relu -4 (4->0)"]
 
 
 def test_heat_overlay_colours_nodes_from_outside_values(qtbot, toy_window):
     open_and_wait(qtbot, toy_window, SAMPLE)
-    toy_window.set_heat("before", {"bn_default_conv": 4.0, "bn_plain_conv": 1.0})
+    toy_window.before.set_heat({"bn_default_conv": 4.0, "bn_plain_conv": 1.0})
     hot, cool = (toy_window.before.items_by_key[k] for k in ("bn_default_conv", "bn_plain_conv"))
     assert hot.heat is not None and cool.heat is not None and hot.heat != cool.heat
-    toy_window.set_heat("before", None)
+    toy_window.before.set_heat(None)
     assert hot.heat is None
 
 
@@ -195,7 +195,7 @@ def test_real_scope_fusion_shows_a_green_fused_node_with_its_body(qtbot, window)
     from passes.fused import FUSED_NODES_ATTR
 
     open_and_wait(qtbot, window, "bert_layernorm")
-    fused = window.pipeline.fused
+    fused = window.session.pipeline.fused
     new = [k for k, item in window.after.items_by_key.items() if item.status == "new"]
     layer_norms = [k for k in new if window.after.items_by_key[k].node.op == "LayerNorm"]
     assert len(layer_norms) == 2
@@ -222,7 +222,7 @@ def test_dropping_a_model_file_opens_it(qtbot, toy_window, tmp_path):
                        Qt.KeyboardModifier.NoModifier)
     toy_window.dropEvent(event)
     wait_idle(qtbot, toy_window)
-    assert toy_window.model.name == "dropped.pb" and toy_window.recent_files()[0] == str(path)
+    assert toy_window.session.model.name == "dropped.pb" and toy_window.recent_files()[0] == str(path)
 
 
 def test_a_bare_pb_gets_its_edge_shapes_once_fusion_has_inferred_them(qtbot, window, tmp_path):

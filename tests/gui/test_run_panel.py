@@ -77,7 +77,7 @@ def test_cancel_kills_the_child_and_the_panel_is_ready_again(qtbot, panel):
     qtbot.waitUntil(lambda: not panel.running(), timeout=RUN_MS)
     assert not alive(pid)
     assert panel.progress_label.text() == "cancelled" and panel.run_button.isEnabled()
-    assert panel.result is None and panel.window.is_idle()
+    assert panel.result is None and panel.window().is_idle()
 
 
 def test_a_failing_run_shows_an_error_and_the_window_stays(qtbot, panel, dialogs):
@@ -88,7 +88,7 @@ def test_a_failing_run_shows_an_error_and_the_window_stays(qtbot, panel, dialogs
     qtbot.waitUntil(lambda: not panel.running(), timeout=RUN_MS)
     assert failures and "timed out" in failures[0]
     assert ("critical", "Run failed", failures[0]) in dialogs
-    assert panel.window.isVisible() and panel.run_button.isEnabled() and panel.progress_label.text() == "failed"
+    assert panel.window().isVisible() and panel.run_button.isEnabled() and panel.progress_label.text() == "failed"
     panel.shapes.setText("data1=oops")  # bad input fails before any process starts
     panel.start_run()
     assert not panel.running() and "NAME=D1,D2" in dialogs[-1][2]
@@ -110,7 +110,8 @@ def test_backend_chooser_disables_what_is_missing_with_the_reason(qtbot, window)
     panel.set_backends([BackendStatus("gpu", False, "TensorFlow sees no GPU")])
     assert panel.backend.currentData() == "cpu"  # a chosen backend that went away falls back to CPU
     qtbot.waitUntil(lambda: BACKEND_PROBE.statuses is not None, timeout=RUN_MS)  # the real check, in a child
-    fresh = type(panel)(window)
+    fresh = type(panel)(window.session, window.selection, window.workers, window.statusBar(),
+                       {s: p.view for s, p in window.panes.items()}, window)
     real = {s.name: s for s in BACKEND_PROBE.statuses}
     for name, status in real.items():
         assert fresh.backend_status(name)[0] == status.available and status.reason in fresh.backend_status(name)[1]
@@ -126,8 +127,8 @@ def test_imported_op_summary_is_charted_on_the_fused_graph(qtbot, panel, tmp_pat
     assert (after[FUSED].node, after[FUSED].count, after[FUSED].mean_us) == (FUSED, 5, 4.25)
     assert after["trans_Cast_0"].node is None
     panel.select_kernel("after", after[FUSED])
-    assert panel.window.selection.current.after == {FUSED}
-    assert "2 kernels, 1 mapped" in panel.window.statusBar().currentMessage()
+    assert panel.window().selection.current.after == {FUSED}
+    assert "2 kernels, 1 mapped" in panel.window().statusBar().currentMessage()
 
 
 def test_a_bad_profile_is_an_error_not_a_crash(qtbot, panel, tmp_path, dialogs):

@@ -60,3 +60,29 @@ def test_a_newer_task_in_the_same_slot_supersedes_the_older(qtbot):
     assert pool.pool.waitForDone(5000)
     qtbot.wait(20)
     assert got == ["new"]
+
+
+def test_tasks_of_one_slot_never_overlap_and_only_the_newest_waiting_one_runs(qtbot):
+    pool = WorkerPool()
+    running, overlaps, finished, cancelled = [], [], [], []
+    release = threading.Event()
+
+    def task(label):
+        def run(progress, is_cancelled):
+            running.append(label)
+            overlaps.append(len(running) > 1)
+            if label == "first":
+                release.wait(5)  # ignores cancel, as a TensorFlow import in progress does
+            running.remove(label)
+            return label
+        return run
+
+    for label in ("first", "second", "third"):
+        pool.start("tf", label, task(label), on_finished=finished.append, on_error=finished.append,
+                   on_cancelled=lambda label=label: cancelled.append(label))
+    qtbot.wait(50)
+    assert running == ["first"]  # the others wait for it to end
+    release.set()
+    qtbot.waitUntil(lambda: not pool.busy())
+    assert pool.pool.waitForDone(5000)
+    assert finished == ["third"] and sorted(cancelled) == ["first", "second"] and not any(overlaps)

@@ -1,0 +1,198 @@
+"""Session: what the user has open and where its work stands, with no Qt in it.
+
+The window used to steer load -> draw -> fuse -> shapes -> redraw with booleans and a timer;
+here it is one explicit `Stage` and a job number. Every fusion the session hands out is a
+`FusionJob`; a result is accepted only for the newest job, so a fusion superseded by a pass
+toggle (or by opening another model) is dropped, never raced against the current one. Front
+ends listen with `subscribe` and run the jobs wherever they like (the window: one worker slot).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from core.errors import FuseLensError
+from core.graph import Graph
+from core.io import write_bytes_atomic, write_json_atomic
+from core.loaders import LoadedModel
+from core.runtime.result import RunResult
+from passes.config import PassConfig
+from passes.registry import PipelineResult
+from passes.report import build_report
+
+SIDES = ("before", "after")
+
+
+class Stage(str, Enum):
+    EMPTY = "empty"  # no model open
+    LOADING = "loading"  # a model is being read (the previous one, if any, stays open until it is)
+    DRAWING = "drawing"  # the model is open; its original graph is drawn first, fusion waits for that
+    FUSING = "fusing"  # a fusion job is out
+    SHAPES = "shapes"  # fused; tensor shapes for the edge labels are being inferred
+    READY = "ready"  # nothing pending
+
+
+@dataclass(frozen=True)
+class FusionJob:
+    """One fusion to run: this graph with this configuration; `number` tells stale results apart."""
+
+    number: int
+    graph: Graph
+    config: PassConfig
+
+
+Listener = Callable[[str], None]  # called with what changed: "model", "config", "pipeline", "stage", "run", ...
+
+
+class Session:
+    def __init__(self, config: PassConfig | None = None):
+        self.model: LoadedModel | None = None
+        self.config = config if config is not None else PassConfig.default()
+        self.pipeline: PipelineResult | None = None
+        self.collapsed: dict[str, frozenset[str]] = dict.fromkeys(SIDES, frozenset())
+        self.last_run: RunResult | None = None
+        self.stage = Stage.EMPTY
+        self.shapes_inferred = False  # the pipeline's graphs carry inferred shapes (edge labels)
+        self._job: FusionJob | None = None
+        self._jobs = 0
+        self._resume = Stage.EMPTY  # the stage a failed load returns to
+        self._listeners: list[Listener] = []
+
+    # ---- observing ---------------------------------------------------------------------------
+    def subscribe(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def _emit(self, *what: str) -> None:
+        for item in what:
+            for listener in list(self._listeners):
+                listener(item)
+
+    def _set_stage(self, stage: Stage) -> None:
+        if stage is not self.stage:
+            self.stage = stage
+            self._emit("stage")
+
+    def _advance(self, stage: Stage) -> None:
+        """Work for the open model moved on; while another model loads, that is where a failed load returns."""
+        if self.stage is Stage.LOADING:
+            self._resume = stage
+        else:
+            self._set_stage(stage)
+
+    def graph(self, side: str) -> Graph | None:
+        """The original graph ("before") or the fused one ("after"), when there is one."""
+        if side == "before":
+            return self.model.graph if self.model else None
+        return self.pipeline.fused if self.pipeline else None
+
+    @property
+    def busy(self) -> bool:
+        return self.stage not in (Stage.EMPTY, Stage.READY)
+
+    # ---- loading -----------------------------------------------------------------------------
+    def start_loading(self) -> None:
+        if self.stage is not Stage.LOADING:
+            self._resume = self.stage
+        self._set_stage(Stage.LOADING)
+
+    def load_failed(self) -> None:
+        """The open model (if any) stays, as it was, with any work it had under way."""
+        self._set_stage(self._resume)
+
+    def set_model(self, model: LoadedModel) -> None:
+        """A newly opened model: everything derived from the previous one goes; fusion waits for `drawn()`."""
+        self.model = model
+        self.pipeline = None
+        self.last_run = None
+        self.shapes_inferred = False
+        self.collapsed = dict.fromkeys(SIDES, frozenset())
+        self._job = None  # a fusion still out for the previous model is stale now
+        self._set_stage(Stage.DRAWING)
+        self._emit("model", "pipeline", "run")
+
+    def drawn(self) -> FusionJob | None:
+        """The original graph is on screen: the first fusion may start now."""
+        return self._new_job() if self.stage is Stage.DRAWING else None
+
+    # ---- fusion ------------------------------------------------------------------------------
+    def set_config(self, config: PassConfig) -> FusionJob | None:
+        """A new configuration; returns the fusion job that brings the after graph up to date
+        (None while the model is still loading or being drawn: that fusion starts at `drawn()`)."""
+        changed = config != self.config or config.rules != self.config.rules
+        self.config = config
+        if changed:
+            self._emit("config")
+        if self.model is None or self.stage in (Stage.LOADING, Stage.DRAWING):
+            return None
+        return self._new_job()
+
+    def refuse(self) -> FusionJob | None:
+        """Fuse again with the same configuration (e.g. after a failure)."""
+        return self._new_job() if self.model is not None and self.stage is not Stage.LOADING else None
+
+    def _new_job(self) -> FusionJob:
+        assert self.model is not None
+        self._jobs += 1
+        self._job = FusionJob(self._jobs, self.model.graph, self.config)
+        self._set_stage(Stage.FUSING)
+        return self._job
+
+    def is_current(self, job: FusionJob) -> bool:
+        return job is self._job
+
+    def fusion_done(self, job: FusionJob, pipeline: PipelineResult) -> bool:
+        """Take a job's result; False (and nothing changes) when a newer job superseded it."""
+        if not self.is_current(job):
+            return False
+        self.pipeline = pipeline
+        self.shapes_inferred = False
+        self._advance(Stage.SHAPES)
+        self._emit("pipeline")
+        return True
+
+    def shapes_done(self, job: FusionJob) -> bool:
+        """Shape inference for a job's graphs finished (or gave up): the session is ready."""
+        if not self.is_current(job):
+            return False
+        self.shapes_inferred = True
+        self._job = None
+        self._advance(Stage.READY)
+        self._emit("shapes")
+        return True
+
+    def job_failed(self, job: FusionJob) -> bool:
+        """A job's fusion or shape inference failed or was cancelled; False when it was stale anyway."""
+        if not self.is_current(job):
+            return False
+        self._job = None
+        self._advance(Stage.READY)
+        return True
+
+    # ---- views and runs ----------------------------------------------------------------------
+    def set_collapsed(self, side: str, scopes: frozenset[str]) -> None:
+        self.collapsed[side] = frozenset(scopes)
+        self._emit("collapsed")
+
+    def set_run(self, result: RunResult | None) -> None:
+        self.last_run = result
+        self._emit("run")
+
+    # ---- exports -----------------------------------------------------------------------------
+    def _need_pipeline(self) -> PipelineResult:
+        if self.model is None or self.pipeline is None:
+            raise FuseLensError("nothing fused yet: open a model and let the passes run")
+        return self.pipeline
+
+    def export_fused_pb(self, path: str | Path) -> Path:
+        """The fused GraphDef, written atomically; never over the model it came from."""
+        pipeline = self._need_pipeline()
+        protect = self.model.path if Path(self.model.path).exists() else None
+        return write_bytes_atomic(path, pipeline.fused.graph_def.SerializeToString(deterministic=True),
+                                  protect=protect)
+
+    def export_report(self, path: str | Path) -> Path:
+        """The fuse report (matches, near misses, op histograms) as JSON."""
+        return write_json_atomic(path, build_report(self._need_pipeline(), model=self.model.name))
