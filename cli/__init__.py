@@ -95,6 +95,7 @@ def print_json(data: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command and return its exit code: 2 with one line for anything the user got wrong."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     args = parse_args(argv)
     if not getattr(args, "func", None):
