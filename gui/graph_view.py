@@ -427,6 +427,13 @@ class GraphView(QGraphicsView):
         return [s for s in reversed(self.layout_.scopes) if name.startswith(s + "/")]
 
     # ---- export ---------------------------------------------------------------------------------
+    def export_image(self, path: str) -> None:
+        """The whole graph as SVG (by the file's suffix) or PNG."""
+        if path.lower().endswith(".svg"):
+            self.export_svg(path)
+        elif not self.export_png(path):
+            raise OSError(f"{path}: cannot write the image")
+
     def export_svg(self, path: str) -> None:
         from PySide6.QtSvg import QSvgGenerator
 

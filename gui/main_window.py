@@ -23,21 +23,18 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
     QMainWindow,
-    QMessageBox,
     QProgressBar,
     QSplitter,
     QToolButton,
-    QVBoxLayout,
     QWidget,
 )
 
 from core.errors import FuseLensError
-from core.graph import Graph
-from core.layout import SCOPE_PREFIX, Layout, LayoutCache, default_cache, layout_graph
+from core.layout import SCOPE_PREFIX, LayoutCache, default_cache
 from core.loaders import LoadedModel, load_model
-from gui.dialogs import MODEL_FILTER, SamplesDialog
+from gui.dialogs import MODEL_FILTER, RecentFiles, SamplesDialog, save_dialog, show_error
 from gui.match_list import MatchList
-from gui.pane import Pane, legend_html
+from gui.pane import Pane, diff_status, legend_html, titled
 from gui.pass_panel import PassPanel
 from gui.properties import FusedBodyDialog, PropertiesPanel
 from gui.run_panel import install_run_panel
@@ -48,7 +45,6 @@ from passes.config import PassConfig
 from passes.registry import PipelineResult, run_pipeline
 from session import SIDES, FusionJob, Session, Stage
 
-MAX_RECENT = 8
 TF_SLOT = "tf"  # the one worker slot for work that uses TensorFlow
 
 _frozen = False
@@ -76,18 +72,17 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("FuseLens")
         self.resize(1500, 900)
         self.setAcceptDrops(True)
-        self.settings = settings if settings is not None else QSettings("FuseLens", "FuseLens")
+        self.recent = RecentFiles(settings if settings is not None else QSettings("FuseLens", "FuseLens"))
         self.layout_cache = layout_cache if layout_cache is not None else default_cache()
         self.session = Session(config)
         self.workers = WorkerPool(self)
         self.selection = SelectionModel(self)
-        self.layouts: dict[str, Layout | None] = dict.fromkeys(SIDES)  # what each pane shows
-        self._drawn_with_shapes: dict[str, bool] = dict.fromkeys(SIDES, False)
 
         self.pass_panel = PassPanel(self.session.config, self)
         self.match_list = MatchList(self)
         self.properties = PropertiesPanel(self)
-        self.panes = {"before": Pane("Before (original)", self), "after": Pane("After (fused)", self)}
+        self.panes = {side: Pane(side, title, self.workers, self.layout_cache, self)
+                      for side, title in (("before", "Before (original)"), ("after", "After (fused)"))}
         self.before, self.after = self.panes["before"].view, self.panes["after"].view
         self._build_central()
         self._build_actions()
@@ -100,8 +95,8 @@ class MainWindow(QMainWindow):
     # ---- construction ---------------------------------------------------------------------------
     def _build_central(self) -> None:
         left = QSplitter(Qt.Orientation.Vertical, self)
-        left.addWidget(self._titled("Passes", self.pass_panel))
-        left.addWidget(self._titled("Matches and near misses", self.match_list))
+        left.addWidget(titled("Passes", self.pass_panel))
+        left.addWidget(titled("Matches and near misses", self.match_list))
         left.setSizes([420, 420])
         graphs = QSplitter(Qt.Orientation.Horizontal, self)
         graphs.addWidget(self.panes["before"])
@@ -109,23 +104,11 @@ class MainWindow(QMainWindow):
         main = QSplitter(Qt.Orientation.Horizontal, self)
         main.addWidget(left)
         main.addWidget(graphs)
-        main.addWidget(self._titled("Properties", self.properties))
+        main.addWidget(titled("Properties", self.properties))
         main.setStretchFactor(1, 1)
         main.setSizes([360, 900, 320])
         self.setCentralWidget(main)
         self.setDockOptions(QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowTabbedDocks)
-
-    @staticmethod
-    def _titled(title: str, widget: QWidget) -> QWidget:
-        box = QWidget()
-        label = QLabel(title, box)
-        label.setStyleSheet("font-weight: 600; padding: 2px 4px;")
-        layout = QVBoxLayout(box)
-        layout.setContentsMargins(2, 2, 2, 2)
-        layout.setSpacing(2)
-        layout.addWidget(label)
-        layout.addWidget(widget, 1)
-        return box
 
     def _action(self, text: str, handler: Callable[[], Any], shortcut: Any = None, tip: str = "") -> QAction:
         action = QAction(text, self)
@@ -147,15 +130,15 @@ class MainWindow(QMainWindow):
                                         "Previous match or near miss (Shift+N, Shift+F3, Alt+Up)")
         self.fit_action = self._action("Fit", self.fit_both, tip="Fit both panes (F in a pane)")
         self.find_action = self._action("Find", self.focus_search, QKeySequence.StandardKey.Find)
-        self.export_svg_action = self._action("Graph as SVG…", lambda: self._export_dialog("svg"))
-        self.export_png_action = self._action("Graph as PNG…", lambda: self._export_dialog("png"))
+        self.export_svg_action = self._action("Graph as SVG…", lambda: self._export_graph_dialog("svg"))
+        self.export_png_action = self._action("Graph as PNG…", lambda: self._export_graph_dialog("png"))
         self.export_pb_action = self._action("Fused model (.pb)…", self._export_pb_dialog)
         self.export_report_action = self._action("Fuse report (JSON)…", self._export_report_dialog)
 
         file_menu = self.menuBar().addMenu("&File")
         file_menu.addActions([self.open_action, self.samples_action])
         self.recent_menu = file_menu.addMenu("Open recent")
-        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        self.recent_menu.aboutToShow.connect(lambda: self.recent.fill(self.recent_menu, self.open_model))
         export_menu = file_menu.addMenu("Export")
         export_menu.addActions([self.export_svg_action, self.export_png_action, self.export_pb_action,
                                 self.export_report_action])
@@ -206,6 +189,10 @@ class MainWindow(QMainWindow):
             view.node_activated.connect(lambda key, s=side: self._on_activated(s, key))
             view.collapse_requested.connect(lambda scopes, s=side: self.session.set_collapsed(s, scopes))
             view.built.connect(lambda s=side: self._on_built(s))
+        for pane in self.panes.values():
+            pane.laid_out.connect(lambda _layout, s=pane.side: self.layout_done.emit(s))
+            pane.failed.connect(self._on_layout_error)
+            pane.message.connect(lambda text: self.statusBar().showMessage(text, 10000))
 
     # ---- public API for other panels --------------------------------------------------------------
     def add_bottom_dock(self, widget: QWidget, title: str) -> QDockWidget:
@@ -230,14 +217,14 @@ class MainWindow(QMainWindow):
         elif what == "config":
             self.pass_panel.show_config(self.session.config)
         elif what == "collapsed":
-            for side in SIDES:
-                if self.layouts[side] is not None and self.layouts[side].collapsed != self.session.collapsed[side]:
+            for side, pane in self.panes.items():
+                if pane.shown is not None and pane.shown.collapsed != self.session.collapsed[side]:
                     self.relayout(side)
 
     def _show_model(self) -> None:
         model = self.session.model
-        self.layouts = dict.fromkeys(SIDES)
-        self._drawn_with_shapes = dict.fromkeys(SIDES, False)
+        for pane in self.panes.values():
+            pane.clear()
         self.selection.set_provenance(None)
         self.selection.clear()
         self.match_list.set_results([])
@@ -254,7 +241,7 @@ class MainWindow(QMainWindow):
         self.selection.set_provenance(pipeline.provenance)
         self.match_list.set_results(pipeline.results)
         self.pass_panel.set_counts(pipeline.results)
-        self._apply_diff("before")
+        self.panes["before"].apply_diff(pipeline.provenance)
         matches = sum(len(r.matches) for r in pipeline.results)
         misses = sum(len(r.near_misses) for r in pipeline.results)
         self.statusBar().showMessage(f"fused: {len(pipeline.original)} -> {len(pipeline.fused)} nodes, "
@@ -280,17 +267,6 @@ class MainWindow(QMainWindow):
         if dialog.exec() == QDialog.DialogCode.Accepted and dialog.chosen():
             self.open_model(dialog.chosen())
 
-    def recent_files(self) -> list[str]:
-        value = self.settings.value("recent", [])
-        return [value] if isinstance(value, str) else list(value or [])
-
-    def _fill_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        for spec in self.recent_files():
-            self.recent_menu.addAction(spec, lambda s=spec: self.open_model(s))
-        if not self.recent_files():
-            self.recent_menu.addAction("(none)").setEnabled(False)
-
     def dragEnterEvent(self, event) -> None:
         if event.mimeData().hasUrls():
             event.acceptProposedAction()
@@ -302,8 +278,7 @@ class MainWindow(QMainWindow):
                 return
 
     def _on_loaded(self, spec: str, model: LoadedModel) -> None:
-        recent = [spec] + [r for r in self.recent_files() if r != spec]
-        self.settings.setValue("recent", recent[:MAX_RECENT])
+        self.recent.remember(spec)
         self.session.set_model(model)
 
     def _load_failed(self, title: str, text: str) -> None:
@@ -311,8 +286,7 @@ class MainWindow(QMainWindow):
         self._error(title, text)
 
     def _error(self, title: str, text: str) -> None:
-        self.statusBar().showMessage(text, 10000)
-        QMessageBox.critical(self, title, text)
+        show_error(self, title, text, self.statusBar())
 
     # ---- fusion: the session's jobs, one at a time in the TensorFlow slot ---------------------------
     def set_config(self, config: PassConfig) -> None:
@@ -359,8 +333,8 @@ class MainWindow(QMainWindow):
 
     def _on_shapes(self, job: FusionJob) -> None:
         if self.session.shapes_done(job):
-            for side in SIDES:  # panes drawn (or being drawn) without shapes are drawn once more, with them
-                if not self._drawn_with_shapes[side]:
+            for side, pane in self.panes.items():  # drawn (or being drawn) without shapes: once more, with them
+                if not pane.drawn_with_shapes:
                     self.relayout(side)
 
     def _job_failed(self, job: FusionJob, title: str, text: str) -> None:
@@ -370,62 +344,26 @@ class MainWindow(QMainWindow):
     # ---- layout -------------------------------------------------------------------------------------
     def relayout(self, side: str) -> None:
         graph = self.session.graph(side)
-        if graph is None:
-            return
-        collapsed, cache = self.session.collapsed[side], self.layout_cache
-
-        def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> Layout:
-            return layout_graph(graph, collapsed, cache=cache, cancelled=cancelled,
-                                progress=lambda text: progress(f"layout ({side}): {text}"))
-
-        keep_view = self.layouts[side] is not None and self.layouts[side].collapsed != collapsed
-        with_shapes = graph.shapes_ready or graph.records_shapes
-        self.workers.start(f"layout-{side}", f"layout of the {side} graph", task,
-                           on_finished=lambda layout: self._on_layout(side, graph, layout, keep_view, with_shapes),
-                           on_error=self._on_layout_error,
-                           on_progress=self.statusBar().showMessage)
-
-    def _on_layout(self, side: str, graph: Graph, layout: Layout, keep_view: bool, with_shapes: bool) -> None:
-        if graph is not self.session.graph(side):
-            return
-        self.layouts[side] = layout
-        self._drawn_with_shapes[side] = with_shapes
-        pane = self.panes[side]
-        pane.view.show_layout(layout, self._status_function(side), keep_view=keep_view)
-        pane.describe(graph, layout)
-        if layout.notice:
-            self.statusBar().showMessage(layout.notice, 10000)
+        if graph is not None:
+            pipeline = self.session.pipeline
+            self.panes[side].relayout(graph, self.session.collapsed[side],
+                                      diff_status(side, pipeline.provenance if pipeline else None))
 
     def _on_built(self, side: str) -> None:
         """A pane's new scene is complete: re-apply diff, selection and search hits, then announce it."""
         view = self.panes[side].view
-        self._apply_diff(side)  # fusion may have finished while the scene was being built
+        pipeline = self.session.pipeline  # fusion may have finished while the scene was being built
+        self.panes[side].apply_diff(pipeline.provenance if pipeline else None)
         current = self.selection.current
         view.set_selected(current.before if side == "before" else current.after, centre=False)
         if self.search.text():
             self.search_hits.refresh()
         if side == "before" and self.session.stage is Stage.DRAWING:
             QTimer.singleShot(500, self._on_before_painted)  # in case the pane is not painted (hidden)
-        self.layout_done.emit(side)
 
     def _on_layout_error(self, text: str) -> None:
         self._on_before_painted()  # the fused graph is still worth computing
         self._error("Layout failed", text)
-
-    def _status_function(self, side: str) -> Callable[[str], str] | None:
-        pipeline = self.session.pipeline
-        provenance = pipeline.provenance if pipeline else None
-        if provenance is None:
-            return None
-        status = provenance.original_status if side == "before" else provenance.status
-        return lambda key: "unchanged" if key.startswith(SCOPE_PREFIX) else status(key)
-
-    def _apply_diff(self, side: str) -> None:
-        status = self._status_function(side)
-        view = self.panes[side].view
-        for key, item in view.items_by_key.items():
-            item.status = status(key) if status else "unchanged"
-        view.viewport().update()
 
     def fit_both(self) -> None:
         self.before.fit()
@@ -433,7 +371,7 @@ class MainWindow(QMainWindow):
 
     # ---- selection ----------------------------------------------------------------------------------
     def select_key(self, side: str, key: str) -> None:
-        layout = self.layouts[side]
+        layout = self.panes[side].shown
         if layout is None or key not in layout.nodes:
             return
         names = layout.nodes[key].members
@@ -480,38 +418,16 @@ class MainWindow(QMainWindow):
         super().closeEvent(event)
 
     # ---- exports ------------------------------------------------------------------------------------
-    def export_graph(self, path: str, side: str = "before") -> None:
-        view = self.panes[side].view
-        if path.lower().endswith(".svg"):
-            view.export_svg(path)
-        elif not view.export_png(path):
-            raise OSError(f"{path}: cannot write the image")
-
-    def _export_dialog(self, kind: str) -> None:
-        if self.layouts["before"] is None:
-            return
-        side = "after" if self.after.hasFocus() and self.layouts["after"] else "before"
-        path, _ = QFileDialog.getSaveFileName(self, f"Export the {side} graph", f"{side}.{kind}",
-                                              f"{kind.upper()} (*.{kind})")
-        if path:
-            self._guarded("Export failed", lambda: self.export_graph(path, side))
+    def _export_graph_dialog(self, kind: str) -> None:
+        side = "after" if self.after.hasFocus() and self.panes["after"].shown else "before"
+        if self.panes[side].shown is not None:
+            save_dialog(self, f"Export the {side} graph", f"{side}.{kind}", f"{kind.upper()} (*.{kind})",
+                        self.panes[side].view.export_image, self.statusBar())
 
     def _export_pb_dialog(self) -> None:
-        if self.session.pipeline is None:
-            return
-        path, _ = QFileDialog.getSaveFileName(self, "Export the fused model", "fused.pb", "GraphDef (*.pb)")
-        if path:
-            self._guarded("Export failed", lambda: self.session.export_fused_pb(path))
+        save_dialog(self, "Export the fused model", "fused.pb", "GraphDef (*.pb)", self.session.export_fused_pb,
+                    self.statusBar())
 
     def _export_report_dialog(self) -> None:
-        if self.session.pipeline is None:
-            return
-        path, _ = QFileDialog.getSaveFileName(self, "Export the fuse report", "report.json", "JSON (*.json)")
-        if path:
-            self._guarded("Export failed", lambda: self.session.export_report(path))
-
-    def _guarded(self, title: str, action: Callable[[], Any]) -> None:
-        try:
-            action()
-        except Exception as e:  # FuseLensError or OSError: tell the user, keep the window
-            self._error(title, str(e))
+        save_dialog(self, "Export the fuse report", "report.json", "JSON (*.json)", self.session.export_report,
+                    self.statusBar())

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction
@@ -28,8 +27,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.errors import FuseLensError
 from core.io import write_bytes_atomic
+from gui.dialogs import guarded
 from passes.autofuse.flags import BROADCAST, CONCAT, DEFAULT_CATEGORIES, OPT_IN_CATEGORIES, POINTWISE, REDUCE
 from passes.base import PassResult
 from passes.config import PassConfig
@@ -228,28 +227,21 @@ class PassPanel(QWidget):
         QApplication.clipboard().setText(text)
         QMessageBox.information(self, "Copied", f"Copied to the clipboard:\n\n{text or '(empty)'}")
 
-    def _guarded(self, title: str, action: Callable[[], Any]) -> Any:
-        try:
-            return action()
-        except FuseLensError as e:
-            QMessageBox.warning(self, title, str(e))
-            return None
-
     def import_scope_list(self) -> None:
         text, ok = QInputDialog.getText(self, "Scope pass list", "enable_scope_fusion_passes (comma list):",
                                         text=self.config.scope_list())
         if ok:
-            self._guarded("Scope pass list", lambda: self.apply_scope_list(text))
+            guarded(self, "Scope pass list", lambda: self.apply_scope_list(text))
 
     def import_autofuse_flags(self) -> None:
         text, ok = QInputDialog.getText(self, "AUTOFUSE_FLAGS", "AUTOFUSE_FLAGS:", text=self.config.autofuse_flags())
         if ok:
-            self._guarded("AUTOFUSE_FLAGS", lambda: self.apply_autofuse_flags(text))
+            guarded(self, "AUTOFUSE_FLAGS", lambda: self.apply_autofuse_flags(text))
 
     def import_switch_file_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Fusion switch file", "",
                                               "Switch files (*.json *.cfg *.txt);;All files (*)")
-        unknown = self._guarded("Fusion switch file", lambda: self.apply_switch_file(path)) if path else None
+        unknown = guarded(self, "Fusion switch file", lambda: self.apply_switch_file(path)) if path else None
         if unknown:
             QMessageBox.information(self, "Fusion switch file",
                                     "Not FuseLens passes (left to the toolchain): " + ", ".join(unknown))
@@ -258,10 +250,10 @@ class PassPanel(QWidget):
         path, _ = QFileDialog.getSaveFileName(self, "Fusion switch file", "fusion_switch.json", "JSON (*.json)")
         if path:
             text = self.config.switch_file().to_json_text()
-            self._guarded("Fusion switch file", lambda: write_bytes_atomic(path, text.encode()))
+            guarded(self, "Fusion switch file", lambda: write_bytes_atomic(path, text.encode()))
 
     def import_scope_rules_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "User scope rule file", "", "Rule files (*.yaml *.yml *.json)")
-        added = self._guarded("Scope rules", lambda: self.apply_scope_rules(path)) if path else None
+        added = guarded(self, "Scope rules", lambda: self.apply_scope_rules(path)) if path else None
         if added:
             QMessageBox.information(self, "Scope rules", "Added (switch them on to use them): " + ", ".join(added))

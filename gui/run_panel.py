@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QInputDialog,
     QLabel,
     QLineEdit,
-    QMessageBox,
     QProgressBar,
     QPushButton,
     QSpinBox,
@@ -46,6 +45,7 @@ from core.runtime.profile_import import import_run_file
 from core.runtime.run_view import open_inputs, parse_input_shapes
 from core.runtime.trace import write_chrome_trace, write_kernel_csv
 from gui.charts import KernelCharts, SummaryCards, Timeline
+from gui.dialogs import save_dialog, show_error
 from gui.graph_view import GraphView
 from gui.heat import HeatLegend, HeatOverlay
 from gui.kernel_table import KernelTable
@@ -313,9 +313,8 @@ class RunPanel(QWidget):
         self._set_running(False)
         self.progress_label.setText("failed")
         self.progress_label.setToolTip(text)
-        self.status.showMessage(text, 10000)
         self.run_failed.emit(text)
-        QMessageBox.critical(self, "Run failed", text)
+        show_error(self, "Run failed", text, self.status)
 
     # ---- results ----------------------------------------------------------------------------------
     def show_result(self, result: RunResult | None) -> None:
@@ -373,8 +372,7 @@ class RunPanel(QWidget):
                                             f"graph nodes ({', '.join(result.graphs)})", 10000)
 
     def _import_failed(self, text: str) -> None:
-        self.status.showMessage(text, 10000)
-        QMessageBox.critical(self, "Import failed", text)
+        show_error(self, "Import failed", text, self.status)
 
     def export_chrome_trace(self, path: str) -> Path:
         return write_chrome_trace(self._need_result(), path)
@@ -407,13 +405,6 @@ class RunPanel(QWidget):
             raise FuseLensError("no run results yet: compile and run, or import a profile")
         return self.result
 
-    def _guarded(self, title: str, action: Callable[[], Any]) -> None:
-        try:
-            action()
-        except (FuseLensError, OSError) as e:
-            self.status.showMessage(str(e), 10000)
-            QMessageBox.critical(self, title, str(e))
-
     def import_file_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Import a profile or run file", "", PROFILE_FILTER)
         if path:
@@ -425,9 +416,7 @@ class RunPanel(QWidget):
             self.import_profile(path)
 
     def _save_dialog(self, title: str, name: str, file_filter: str, write: Callable[[str], Any]) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, title, name, file_filter)
-        if path:
-            self._guarded(f"{title} failed", lambda: write(path))
+        save_dialog(self, title, name, file_filter, write, self.status)
 
     def npu_script_dialog(self) -> None:
         mode, ok = QInputDialog.getItem(self, "NPU run script", "Ascend software stack:",

@@ -181,7 +181,8 @@ class PassConfig:
 
     def with_skipped(self, match_ids: Iterable[str]) -> PassConfig:
         """Matches (`PassId:anchor`) the user keeps out of fusion while their pass stays on."""
-        return replace(self, skipped_matches=self.skipped_matches | frozenset(match_ids))
+        ids = [check_match_id(m, "skipped match") for m in match_ids]
+        return replace(self, skipped_matches=self.skipped_matches | frozenset(ids))
 
     def without_skipped(self, match_ids: Iterable[str]) -> PassConfig:
         return replace(self, skipped_matches=self.skipped_matches - frozenset(match_ids))
@@ -243,8 +244,12 @@ def read_skip_file(path: str | Path) -> list[str]:
     except (OSError, UnicodeDecodeError) as e:
         raise FuseLensError(f"{path}: cannot read the skip file ({e})") from None
     ids = [line.split("#", 1)[0].strip() for line in text.splitlines()]
-    for number, match_id in enumerate(ids, 1):
-        if match_id and ":" not in match_id:
-            raise FuseLensError(f"{path}, line {number}: expected a match id PassId:anchor, got {match_id!r}")
-    return [i for i in ids if i]
+    return [check_match_id(match_id, f"{path}, line {number}") for number, match_id in enumerate(ids, 1) if match_id]
+
+
+def check_match_id(match_id: str, where: str) -> str:
+    """A match id is `PassId:anchor`; anything else is an error naming where it came from."""
+    if ":" not in match_id:
+        raise FuseLensError(f"{where}: expected a match id PassId:anchor, got {match_id!r}")
+    return match_id
 

@@ -9,8 +9,8 @@ import zlib
 import numpy as np
 import pytest
 
+from cli import main as cli_main
 from core import proto
-from core.cli import main as cli_main
 from core.errors import FuseLensError
 from core.loaders import detect_format, load_model
 from core.nodes import make_node

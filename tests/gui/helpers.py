@@ -64,8 +64,8 @@ def open_and_wait(qtbot, window, spec: str, timeout: int = WAIT_MS) -> None:
 def wait_idle(qtbot, window, timeout: int = WAIT_MS) -> None:
     def ready() -> bool:
         return (window.is_idle() and window.session.pipeline is not None and window.session.model is not None
-                and window.layouts["before"] is not None and window.layouts["after"] is not None
-                and window.before.layout_ is window.layouts["before"]
-                and window.after.layout_ is window.layouts["after"])
+                and window.panes["before"].shown is not None and window.panes["after"].shown is not None
+                and window.before.layout_ is window.panes["before"].shown
+                and window.after.layout_ is window.panes["after"].shown)
 
     qtbot.waitUntil(ready, timeout=timeout)

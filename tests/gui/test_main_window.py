@@ -30,14 +30,14 @@ def click_node(qtbot, view, key: str, *, double: bool = False) -> None:
 def test_open_a_sample_draws_both_panes_with_constants_folded(qtbot, toy_window):
     open_and_wait(qtbot, toy_window, SAMPLE)
     graph = toy_window.session.model.graph
-    before = toy_window.layouts["before"]
+    before = toy_window.panes["before"].shown
     assert toy_window.windowTitle() == f"FuseLens — {SAMPLE}"
     assert set(toy_window.before.items_by_key) == set(before.nodes)
     assert "Const" not in ops_drawn(toy_window.before).values()
     # every constant is drawn inside the op that reads it
     conv = before.nodes["bn_default_conv"]
     assert conv.weights and all(graph.is_const(w) for w in conv.weights) and conv.weight_text
-    assert toy_window.recent_files()[0] == SAMPLE
+    assert toy_window.recent.list()[0] == SAMPLE
     assert "Relu" not in ops_drawn(toy_window.after).values()  # the toy pass dropped them
     assert "nodes" in toy_window.panes["before"].header.text()
 
@@ -135,7 +135,7 @@ def test_search_by_op_type_or_name_outlines_hits_and_enter_selects(qtbot, toy_wi
 def test_collapse_and_expand_a_scope(qtbot, toy_window):
     open_and_wait(qtbot, toy_window, SAMPLE)
     scope = "bn_default/batchnorm"
-    assert scope in toy_window.layouts["before"].scopes
+    assert scope in toy_window.panes["before"].shown.scopes
     members = [k for k in toy_window.before.items_by_key if k.startswith(scope + "/")]
     assert len(members) == 7
     toy_window.before.collapse_requested.emit(frozenset({scope}))  # what the context menu sends
@@ -152,12 +152,12 @@ def test_collapse_and_expand_a_scope(qtbot, toy_window):
 def test_exports_svg_png_fused_model_and_report(qtbot, toy_window, tmp_path):
     open_and_wait(qtbot, toy_window, SAMPLE)
     svg = tmp_path / "before.svg"
-    toy_window.export_graph(str(svg), "before")
+    toy_window.before.export_image(str(svg))
     root = ET.parse(svg).getroot()
     assert root.tag.endswith("svg")
     assert "Rsqrt" in svg.read_text() and "bn_default_relu" in svg.read_text()
     png = tmp_path / "after.png"
-    toy_window.export_graph(str(png), "after")
+    toy_window.after.export_image(str(png))
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     fused = tmp_path / "fused.pb"
     toy_window.session.export_fused_pb(str(fused))
@@ -182,8 +182,8 @@ def test_recent_files_and_bottom_dock(qtbot, toy_window):
 
     open_and_wait(qtbot, toy_window, "conv_bn")
     open_and_wait(qtbot, toy_window, SAMPLE)
-    assert toy_window.recent_files()[:2] == [SAMPLE, "conv_bn"]
-    toy_window._fill_recent_menu()
+    assert toy_window.recent.list()[:2] == [SAMPLE, "conv_bn"]
+    toy_window.recent_menu.aboutToShow.emit()
     assert [a.text() for a in toy_window.recent_menu.actions()][:2] == [SAMPLE, "conv_bn"]
     dock = toy_window.add_bottom_dock(QLabel("run"), "Run & profile")
     assert toy_window.dockWidgetArea(dock) == Qt.DockWidgetArea.BottomDockWidgetArea
@@ -222,7 +222,7 @@ def test_dropping_a_model_file_opens_it(qtbot, toy_window, tmp_path):
                        Qt.KeyboardModifier.NoModifier)
     toy_window.dropEvent(event)
     wait_idle(qtbot, toy_window)
-    assert toy_window.session.model.name == "dropped.pb" and toy_window.recent_files()[0] == str(path)
+    assert toy_window.session.model.name == "dropped.pb" and toy_window.recent.list()[0] == str(path)
 
 
 def test_a_bare_pb_gets_its_edge_shapes_once_fusion_has_inferred_them(qtbot, window, tmp_path):
@@ -236,7 +236,7 @@ def test_a_bare_pb_gets_its_edge_shapes_once_fusion_has_inferred_them(qtbot, win
     path = tmp_path / "bare.pb"
     path.write_bytes(bare.SerializeToString())
     open_and_wait(qtbot, window, str(path))
-    qtbot.waitUntil(lambda: window.is_idle() and any(e.label for e in window.layouts["before"].edges),
+    qtbot.waitUntil(lambda: window.is_idle() and any(e.label for e in window.panes["before"].shown.edges),
                     timeout=WAIT_MS)
     before = {e.tensor: e.label for e in window.before.layout_.edges}
     assert before["conv1"] == "1×16×16×16" and before["input"] == "1×16×16×8"

@@ -37,6 +37,6 @@ def test_toggling_passes_during_fusion_and_shape_inference_keeps_the_window(qtbo
     pipeline = window.session.pipeline
     assert window.isVisible() and window.session.stage is Stage.READY
     assert pipeline.config is last and [r.pass_id for r in pipeline.results] == last.pass_ids()
-    assert window.after.layout_ is window.layouts["after"]
-    drawn = {m for node in window.layouts["after"].nodes.values() for m in node.members}
+    assert window.after.layout_ is window.panes["after"].shown
+    drawn = {m for node in window.panes["after"].shown.nodes.values() for m in node.members}
     assert drawn <= set(pipeline.fused.nodes) and drawn & set(pipeline.fused.nodes)

@@ -16,7 +16,7 @@ def test_every_committed_sample_opens_and_closes(qtbot, tmp_path, dialogs, layou
     open_and_wait(qtbot, window, name)
     assert not dialogs, dialogs
     assert window.before.items_by_key and window.after.items_by_key
-    assert len(window.before.items_by_key) == len(window.layouts["before"].nodes)
+    assert len(window.before.items_by_key) == len(window.panes["before"].shown.nodes)
     close_window(window)
 
 
@@ -27,8 +27,8 @@ def test_mobilenet_v2_opens_fuses_and_closes(qtbot, tmp_path, dialogs, layout_ca
     assert not dialogs, dialogs
     drawn_ops = {item.node.op for item in window.before.items_by_key.values()}
     assert "Const" not in drawn_ops and "Conv2D" in drawn_ops
-    assert window.layouts["before"].engine == "dot"
-    assert sum(len(r.matches) for r in window.pipeline.results) > 50  # the 52 small-op BNs at least
+    assert window.panes["before"].shown.engine == "dot"
+    assert sum(len(r.matches) for r in window.session.pipeline.results) > 50  # the 52 small-op BNs at least
     window.next_action.trigger()
     assert window.before.selected_keys and window.after.selected_keys
     close_window(window)
