@@ -24,7 +24,11 @@ LAYOUT_VERSION = 2  # bump when the output changes, so stale disk-cache files ar
 
 
 def structure_key(graph: Graph, collapsed: Iterable[str] = ()) -> str:
-    """What the layout depends on: names, ops, wiring, shapes and collapse state, not weight values."""
+    """What the layout depends on: names, ops, wiring, shapes and collapse state, not weight values.
+
+    Hashes the recorded shape and fused-type attributes as stored, unlike the drawn graph which
+    asks `Graph`: a key costs no shape work, and keys stay those of the files already on disk.
+    """
     digest = hashlib.sha1(f"v{LAYOUT_VERSION}\n".encode())
     for node in graph:
         shapes = node.attr["_output_shapes"].SerializeToString() if "_output_shapes" in node.attr else b""
