@@ -7,8 +7,8 @@ import json
 import pytest
 from autofuse_check import assert_same_outputs
 
+from cli import main
 from core import proto
-from core.cli import main
 from core.execute import random_feeds
 from core.graph import Graph
 from passes.autofuse.autofuse_pass import AutoFusePass
