@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.installed
 SYSDEPS := $(VENV)/.sysdeps
 SAMPLE  ?= demo
 
-.PHONY: run test lint setup sysdeps bench clean samples
+.PHONY: run test lint setup sysdeps bench clean samples readme
 
 run: setup
 	$(BIN)/python main.py $(SAMPLE)
@@ -39,3 +39,6 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
+
+readme: setup
+	$(BIN)/python scripts/update_readme.py

@@ -15,6 +15,7 @@ from core.loaders import load_model
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("passes", help="list the fusion passes with their metadata")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--markdown", action="store_true", help="print the README's pass table")
     p.set_defaults(func=run_passes)
 
     p = sub.add_parser("fuse", help="apply fusion passes; print matches, near misses and op-count changes")
@@ -27,11 +28,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_passes(args: argparse.Namespace) -> int:
-    from passes.registry import FAMILY_TITLES, catalog
+    from passes.registry import FAMILY_TITLES, catalog_markdown, catalog_rows
 
-    rows = [{"id": c.id, "family": c.family, "title": c.title, "general": c.general,
-             "default_enabled": c.general or c.default_enabled, "order": c.order,
-             "description": c.description} for c in catalog()]
+    if args.markdown:
+        sys.stdout.write(catalog_markdown())
+        return 0
+    rows = catalog_rows()
     if args.json:
         print_json(rows)
         return 0

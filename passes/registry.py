@@ -55,6 +55,35 @@ def get_pass(pass_id: str) -> type[FusionPass]:
     return known[pass_id]
 
 
+def catalog_rows(passes: Iterable[type[FusionPass]] | None = None) -> list[dict[str, object]]:
+    """The catalog as rows (the CLI's `passes --json`, the README's table)."""
+    return [{"id": c.id, "family": c.family, "title": c.title, "general": c.general,
+             "default_enabled": c.general or c.default_enabled, "order": c.order, "description": c.description}
+            for c in (catalog() if passes is None else passes)]
+
+
+def catalog_markdown() -> str:
+    """The README's pass table, generated from the catalog (`fuselens passes --markdown`)."""
+    lines = ["| pass | family | default | what it does |", "|---|---|---|---|"]
+    for row in catalog_rows():
+        state = "general (always on)" if row["general"] else ("on" if row["default_enabled"] else "off")
+        description = " ".join(str(row["description"]).split()).replace("|", "\\|")
+        lines.append(f"| `{row['id']}` | {FAMILY_TITLES[str(row['family'])]} | {state} | {description} |")
+    return "\n".join(lines) + "\n"
+
+
+PASS_TABLE_BEGIN, PASS_TABLE_END = "<!-- pass-table:begin -->", "<!-- pass-table:end -->"
+
+
+def with_pass_table(markdown: str) -> str:
+    """`markdown` with the text between the pass-table markers replaced by `catalog_markdown()`."""
+    head, begin, rest = markdown.partition(PASS_TABLE_BEGIN)
+    _old, end, tail = rest.partition(PASS_TABLE_END)
+    if not begin or not end:
+        raise FuseLensError(f"no {PASS_TABLE_BEGIN} ... {PASS_TABLE_END} markers to fill")
+    return f"{head}{begin}\n{catalog_markdown()}{end}{tail}"
+
+
 def default_pass_ids() -> list[str]:
     return [c.id for c in catalog() if c.general or c.default_enabled]
 
