@@ -8,11 +8,12 @@ A pass never edits a NodeDef it received. It asks `graph.editor()` for a copy-on
 from __future__ import annotations
 
 import hashlib
+import heapq
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -29,6 +30,37 @@ FORWARDING_OPS = frozenset({"Identity", "Snapshot", "StopGradient"})
 LOOP_BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
 # Nodes that are never a model output even when nothing consumes them.
 NON_OUTPUT_OPS = frozenset({"NoOp", "Const", "Assert", "VarHandleOp", "SaveV2", "RestoreV2"})
+
+K = TypeVar("K", bound=Hashable)
+
+
+def topological_sort(keys: Iterable[K], edges: Iterable[tuple[K, K]]) -> list[K]:
+    """Kahn's order of `keys` along `edges` (source before target), the one topological sort of FuseLens.
+
+    Among ready keys the one listed first goes first, so the order follows the order the model
+    was written in (kernel names and counters depend on it). Keys on a cycle, and keys after
+    one, are left out: a result shorter than `keys` means a cycle. Edges naming a key not in
+    `keys` are ignored.
+    """
+    position = {key: i for i, key in enumerate(keys)}
+    listed = list(position)
+    waiting = [0] * len(listed)
+    successors: list[list[int]] = [[] for _ in listed]
+    for source, target in edges:
+        s, t = position.get(source), position.get(target)
+        if s is not None and t is not None:
+            successors[s].append(t)
+            waiting[t] += 1
+    ready = [i for i, count in enumerate(waiting) if count == 0]  # ascending, so already a heap
+    order: list[K] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(listed[i])
+        for t in successors[i]:
+            waiting[t] -= 1
+            if waiting[t] == 0:
+                heapq.heappush(ready, t)
+    return order
 
 
 @dataclass(frozen=True, order=True)
@@ -88,7 +120,6 @@ class Graph:
                     self._consumers[ref.node].append(Consumer(name, index, ref.port))
         self._shapes: dict[tuple[str, int], tuple[int | None, ...] | None] | None = None
         self._info: dict[tuple[str, int], tuple[int, tuple[int | None, ...] | None]] | None = None
-        self._topo: tuple[str, ...] | None = None
         if validate:
             self.validate(duplicates)
 
@@ -286,31 +317,67 @@ class Graph:
         return sum(len(refs) for refs in self._inputs.values())
 
     def topological_order(self) -> list[str]:
-        """Kahn's order over data and control edges, ignoring loop back edges (computed once per graph)."""
-        if self._topo is None:
-            self._topo = tuple(self._kahn_order())
-        return list(self._topo)
+        """Nodes in topological_sort() order over data and control edges, minus TF1 while-loop back
+        edges (out of LOOP_BACK_EDGE_OPS); GraphDef order among ready nodes. Computed once per graph."""
+        return list(self._topological)
 
-    def _kahn_order(self) -> list[str]:
-        indegree = {name: 0 for name in self.nodes}
-        for name, refs in self._inputs.items():
-            for ref in refs:
-                if ref.node in self.nodes and self.nodes[ref.node].op not in LOOP_BACK_EDGE_OPS:
-                    indegree[name] += 1
-        ready = [name for name, deg in indegree.items() if deg == 0]
-        order: list[str] = []
-        while ready:
-            name = ready.pop()
-            order.append(name)
-            if self.nodes[name].op in LOOP_BACK_EDGE_OPS:
-                continue
-            for consumer in self.consumer_nodes(name):
-                for ref in self._inputs[consumer]:
-                    if ref.node == name:
-                        indegree[consumer] -= 1
-                if indegree[consumer] == 0:
-                    ready.append(consumer)
-        return order
+    def topological_index(self) -> Mapping[str, int]:
+        """Each node's position in topological_order(), computed once (do not modify)."""
+        return self._topological_index
+
+    @cached_property
+    def _topological(self) -> tuple[str, ...]:
+        edges = ((ref.node, name) for name, refs in self._inputs.items() for ref in refs
+                 if ref.node in self.nodes and self.nodes[ref.node].op not in LOOP_BACK_EDGE_OPS)
+        return tuple(topological_sort(self.nodes, edges))
+
+    @cached_property
+    def _topological_index(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self._topological)}
+
+    def reaches(self, sources: Iterable[str], targets: Collection[str]) -> tuple[str, str] | None:
+        """Whether a path along data or control edges leads from one of `sources` into `targets`:
+        (the first such source, the last node before the target it enters), else None.
+
+        Sources are tried in order. Nodes after every target in topological order are not
+        walked (only a loop back edge could lead back from there), and a node walked once is
+        not walked again, so a call is linear in the graph. Back edges between walked nodes
+        are followed: a group that would swallow part of a loop frame counts as a cycle.
+        """
+        index = self._topological_index
+        limit = max((index.get(t, -1) for t in targets), default=-1)
+        seen: set[str] = set()
+        for source in sources:
+            stack = [source]
+            while stack:
+                name = stack.pop()
+                if name in seen or index.get(name, limit + 1) > limit:
+                    continue
+                seen.add(name)
+                for reader in self.consumer_nodes(name):
+                    if reader in targets:
+                        return source, name
+                    stack.append(reader)
+        return None
+
+    def contraction_cycle(self, group: Iterable[str]) -> tuple[str, str, str] | None:
+        """A path that leaves `group` and comes back into it, so that contracting the group into one
+        node would close a cycle: (the member it leaves, its first and its last node outside).
+
+        Members are tried in topological order, each one's readers in graph order; None when safe.
+        """
+        members = set(group)
+        index = self._topological_index
+        exits: dict[str, str] = {}  # first node outside -> the member it reads
+        for member in sorted(members, key=lambda n: index.get(n, -1)):
+            for reader in self.consumer_nodes(member):
+                if reader not in members:
+                    exits.setdefault(reader, member)
+        found = self.reaches(exits, members)
+        if found is None:
+            return None
+        first, last = found
+        return exits[first], first, last
 
     def to_networkx(self, *, control: bool = True) -> nx.MultiDiGraph:
         import networkx as nx

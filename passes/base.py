@@ -104,15 +104,13 @@ class FusionPass:
         start = time.perf_counter()
         result = PassResult(self.id)
         claimed: dict[str, Match] = {}
-        topo: dict[str, int] | None = None
         for found in self.candidates(graph):
             if isinstance(found, NearMiss):
                 result.near_misses.append(found)
                 continue
             reason = self._overlap(found, claimed) or self._leaks(graph, found) or self._shared_weight(graph, found)
             if reason is None and len(found.nodes) > 1:
-                topo = topo if topo is not None else {n: i for i, n in enumerate(graph.topological_order())}
-                reason = self._cycle(graph, found, topo)
+                reason = self._cycle(graph, found)
             if reason is not None:
                 result.near_misses.append(NearMiss(self.id, found.anchor, found.nodes, reason))
                 continue
@@ -174,21 +172,11 @@ class FusionPass:
         return None
 
     @staticmethod
-    def _cycle(graph: Graph, found: Match, topo: Mapping[str, int]) -> str | None:
-        inside = set(found.nodes)
-        limit = max(topo.get(n, 0) for n in inside)
-        stack = [c for n in inside for c in graph.consumer_nodes(n) if c not in inside]
-        seen: set[str] = set()
-        while stack:
-            node = stack.pop()
-            if node in seen or topo.get(node, limit + 1) > limit:
-                continue
-            seen.add(node)
-            for consumer in graph.consumer_nodes(node):
-                if consumer in inside:
-                    return f"fusing would create a cycle through {node}, which is outside the match"
-                stack.append(consumer)
-        return None
+    def _cycle(graph: Graph, found: Match) -> str | None:
+        path = graph.contraction_cycle(found.nodes)
+        if path is None:
+            return None
+        return f"fusing would create a cycle through {path[2]}, which is outside the match"
 
 
 def _inside_count(graph: Graph, node: str, inside: set[str]) -> int:

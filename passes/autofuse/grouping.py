@@ -26,10 +26,9 @@ Decisions where the toolchain leaves room:
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 
-from core.graph import LOOP_BACK_EDGE_OPS, Graph, TensorRef
+from core.graph import Graph, TensorRef
 from passes.autofuse.flags import AutofuseFlags
 from passes.autofuse.op_classes import (
     CONCAT,
@@ -93,30 +92,6 @@ def group_graph(graph: Graph, flags: AutofuseFlags) -> Grouping:
     return _Grouper(graph, flags).run()
 
 
-def graph_order_topological(graph: Graph) -> list[str]:
-    """A topological order that keeps the GraphDef's node order among ready nodes, so kernel names
-    and counters follow the order the model was written in (Abs before Neg when written so)."""
-    index = {name: i for i, name in enumerate(graph.nodes)}
-    waiting = {}
-    for name in graph.nodes:
-        producers = {r.node for r in graph.inputs(name)} | set(graph.control_inputs(name))
-        waiting[name] = sum(1 for p in producers if p in index and graph.op(p) not in LOOP_BACK_EDGE_OPS)
-    ready = [index[name] for name, count in waiting.items() if count == 0]
-    heapq.heapify(ready)
-    names = list(graph.nodes)
-    order: list[str] = []
-    while ready:
-        name = names[heapq.heappop(ready)]
-        order.append(name)
-        if graph.op(name) in LOOP_BACK_EDGE_OPS:
-            continue
-        for reader in graph.consumer_nodes(name):
-            waiting[reader] -= 1
-            if waiting[reader] == 0:
-                heapq.heappush(ready, index[reader])
-    return order
-
-
 @dataclass(eq=False)
 class _Group:
     members: set[str]
@@ -126,8 +101,10 @@ class _Grouper:
     def __init__(self, graph: Graph, flags: AutofuseFlags):
         self.graph = graph
         self.flags = flags
-        self.order = graph_order_topological(graph)
-        self.pos = {name: i for i, name in enumerate(self.order)}
+        # Graph order among ready nodes, so kernel names and counters follow the order the model
+        # was written in (Abs before Neg when written so).
+        self.order = graph.topological_order()
+        self.pos = graph.topological_index()
         self.kind = {name: OPAQUE if graph.is_const(name) else classify(graph, name) for name in self.order}
         self.constant = self._constant_nodes()
         self.group_of: dict[str, _Group] = {}
@@ -250,25 +227,8 @@ class _Grouper:
 
     def _cycle(self, members: set[str]) -> tuple[str, str] | None:
         """(member, outside reader) when a path leaves the group and comes back into it."""
-        limit = max(self.pos[m] for m in members)
-        for member in self.ordered(members):
-            for reader in self.graph.consumer_nodes(member):
-                if reader not in members and self._reaches(reader, members, limit):
-                    return member, reader
-        return None
-
-    def _reaches(self, start: str, members: set[str], limit: int) -> bool:
-        stack, seen = [start], set()
-        while stack:
-            name = stack.pop()
-            if name in seen or self.pos.get(name, limit + 1) > limit:
-                continue
-            seen.add(name)
-            for reader in self.graph.consumer_nodes(name):
-                if reader in members:
-                    return True
-                stack.append(reader)
-        return False
+        path = self.graph.contraction_cycle(members)
+        return None if path is None else (path[0], path[1])
 
     # ---- the kernel's boundary ----------------------------------------------------------------
     def boundary(self, members: set[str]) -> tuple[list[TensorRef], list[str]]:

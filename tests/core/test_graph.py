@@ -5,7 +5,7 @@ import pytest
 
 from core import proto
 from core.errors import FuseLensError
-from core.graph import Graph, TensorRef
+from core.graph import Graph, TensorRef, topological_sort
 from core.nodes import make_const, make_node
 
 
@@ -97,3 +97,56 @@ def test_shapes_come_from_output_shapes_attr(load_sample):
     g = load_sample("abs_relu_exp")
     assert g.output_shape("exp_0") == (128, 192)
     assert g.placeholder_spec("data1") == ("float16", (128, 192))
+
+
+def while_loop() -> Graph:
+    """x -> enter -> merge -> body -> next -> merge (back edge), merge -> exit -> late; `late` is written first."""
+    return Graph.from_nodes([
+        make_node("Relu", "late", ["exit"]),
+        make_node("Placeholder", "x"),
+        make_node("Enter", "enter", ["x"]),
+        make_node("Merge", "merge", ["enter", "next"]),
+        make_node("Relu", "body", ["merge"]),
+        make_node("NextIteration", "next", ["body"]),
+        make_node("Exit", "exit", ["merge"]),
+    ], source="loop")
+
+
+def test_topological_order_skips_loop_back_edges_and_keeps_graph_order_among_ready_nodes():
+    g = while_loop()
+    order = g.topological_order()
+    assert order == ["x", "enter", "merge", "body", "next", "exit", "late"]
+    assert g.topological_index() == {name: i for i, name in enumerate(order)}
+    for name in g.nodes:  # every edge but the back edge points forward
+        for ref in g.inputs(name):
+            assert g.op(ref.node) == "NextIteration" or order.index(ref.node) < order.index(name)
+
+
+def test_topological_sort_leaves_out_keys_on_or_after_a_cycle():
+    edges = [("a", "b"), ("b", "c"), ("c", "b"), ("c", "d"), ("a", "ghost")]
+    assert topological_sort(["d", "c", "b", "a", "e"], edges) == ["a", "e"]
+    assert topological_sort(["b", "a"], [("a", "b")]) == ["a", "b"]
+
+
+def test_reaches_and_contraction_cycle_follow_data_and_control_edges():
+    # a -> b -> c and a -> c; d only waits on b (control) and feeds c
+    g = Graph.from_nodes([
+        make_node("Placeholder", "x"), make_node("Abs", "a", ["x"]), make_node("Relu", "b", ["a"]),
+        make_node("NoOp", "d", ["^b"]), make_node("AddV2", "c", ["a", "b", "^d"]), make_node("Neg", "e", ["c"]),
+    ])
+    assert g.reaches(["b"], {"c"}) == ("b", "b")
+    assert g.reaches(["e", "x"], {"c"}) == ("x", "a")
+    assert g.reaches(["e"], {"c"}) is None  # e comes after c
+    assert g.contraction_cycle({"a", "c"}) == ("a", "b", "b")
+    assert g.contraction_cycle(["b", "c"]) == ("b", "d", "d")  # through the control edge
+    assert g.contraction_cycle({"a", "b", "d", "c"}) is None
+    assert g.contraction_cycle({"c", "e"}) is None
+
+
+def test_contraction_cycle_inside_a_while_loop():
+    g = while_loop()
+    assert g.contraction_cycle({"enter", "body"}) == ("enter", "merge", "merge")
+    assert g.contraction_cycle({"x", "enter"}) is None
+    # body -> next -> merge -> exit: the walk takes the back edge too, so a group that would swallow
+    # part of the loop frame is refused
+    assert g.contraction_cycle({"body", "exit"}) == ("body", "next", "merge")
