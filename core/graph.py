@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 from collections import defaultdict
-from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -448,6 +448,10 @@ class GraphEditor:
         self._copied: set[str] = set()
         self._added_after: dict[str, list[str]] = defaultdict(list)
         self._functions: list[proto.FunctionDef] = []
+        # Readers gained in this edit (producer -> reader nodes), on top of the source graph's
+        # consumer index; nodes handed out by mutable() since the last redirect are re-read first.
+        self._new_readers: dict[str, dict[str, None]] = defaultdict(dict)
+        self._unindexed: set[str] = set()
 
     def __contains__(self, name: object) -> bool:
         return name in self._nodes
@@ -460,7 +464,12 @@ class GraphEditor:
         return list(self._nodes)
 
     def mutable(self, name: str) -> proto.NodeDef:
-        """A private copy of the node that this editor may change."""
+        """A private copy of the node that this editor may change.
+
+        Change it before the next redirect: redirect re-reads the inputs of nodes handed out since
+        the previous one, so a copy kept and changed later may be missed.
+        """
+        self._unindexed.add(name)
         if name not in self._copied:
             copy = proto.NodeDef()
             copy.CopyFrom(self._nodes[name])
@@ -474,6 +483,7 @@ class GraphEditor:
             raise ValueError(f"node {node.name!r} already exists")
         self._nodes[node.name] = node
         self._copied.add(node.name)
+        self._unindexed.add(node.name)
         self._added_after[after or ""].append(node.name)
         return node.name
 
@@ -493,19 +503,44 @@ class GraphEditor:
         self.mutable(name).input[index] = str(ref)
 
     def redirect(self, old: TensorRef, new: TensorRef, *, exclude: Iterable[str] = ()) -> None:
-        """Make every consumer of tensor `old` read `new` instead (control edges follow too)."""
+        """Make every reader of tensor `old` read `new` instead; for port 0, nodes that wait on
+        `old`'s node (control edges) wait on `new`'s node. Cost: the readers of `old`, not the graph."""
+        data = {str(old), f"{old.node}:{old.port}"}
+        control = f"^{old.node}" if old.port == 0 else None
+
+        def rewrite(text: str) -> str | None:
+            if text in data:
+                return str(new)
+            return f"^{new.node}" if text == control else None
+
+        self._rewire(old.node, exclude, rewrite)
+
+    def redirect_control(self, old: str, new: str, *, exclude: Iterable[str] = ()) -> None:
+        """Make every node that waits on `old` (a control edge) wait on `new`; data readers are kept."""
+        control = f"^{old}"
+        self._rewire(old, exclude, lambda text: f"^{new}" if text == control else None)
+
+    def _rewire(self, producer: str, exclude: Iterable[str], rewrite: Callable[[str], str | None]) -> None:
+        """Apply `rewrite` (input string -> replacement, or None to keep) to the inputs of `producer`'s readers."""
         excluded = set(exclude)
-        old_text = str(old)
-        old_ctrl = f"^{old.node}"
-        for name in list(self._nodes):
+        for name in self._readers(producer):
             if name in excluded:
                 continue
-            node = self._nodes[name]
-            for i, text in enumerate(node.input):
-                if text == old_text or (old.port == 0 and text == f"{old.node}:0"):
-                    self.mutable(name).input[i] = str(new)
-                elif text == old_ctrl and old.port == 0:
-                    self.mutable(name).input[i] = f"^{new.node}"
+            for i, text in enumerate(self._nodes[name].input):
+                replaced = rewrite(text)
+                if replaced is not None:
+                    self.mutable(name).input[i] = replaced
+
+    def _readers(self, producer: str) -> list[str]:
+        """Nodes of this edit that may read `producer` (a superset: the caller checks the inputs)."""
+        for name in self._unindexed:
+            node = self._nodes.get(name)
+            for text in node.input if node is not None else ():
+                self._new_readers[TensorRef.parse(text).node][name] = None
+        self._unindexed.clear()
+        found = dict.fromkeys(self.source.consumer_nodes(producer))
+        found.update(self._new_readers.get(producer, {}))
+        return [name for name in found if name in self._nodes]
 
     def function_names(self) -> set[str]:
         """Library functions of the source graph plus those added in this edit."""

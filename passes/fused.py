@@ -114,13 +114,5 @@ def fuse_subgraph(
     for k, out in enumerate(outputs):
         editor.redirect(out, TensorRef(call_name, k), exclude=[call_name])
     for node in ordered:  # control edges on any fused node now wait for the call
-        _redirect_control(editor, node, call_name)
+        editor.redirect_control(node, call_name)
     return call_name
-
-
-def _redirect_control(editor: GraphEditor, old: str, new: str) -> None:
-    for name in editor.names():
-        node = editor.node(name)
-        if f"^{old}" in node.input:
-            mutable = editor.mutable(name)
-            mutable.input[list(mutable.input).index(f"^{old}")] = f"^{new}"

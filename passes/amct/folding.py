@@ -279,28 +279,13 @@ def _add_const(editor: GraphEditor, base: str, value: np.ndarray, *, after: str)
     return editor.add(make_const(editor.unique_name(base), value), after=after)
 
 
-def redirect_consumers(graph: Graph, editor: GraphEditor, old: str, new: str) -> None:
-    """Every reader of `old` (port 0, data or control) reads `new` instead.
-
-    Uses the source graph's consumer index, so a pass with thousands of matches stays linear;
-    readers removed earlier in the same edit are skipped.
-    """
-    for consumer in graph.consumers(old, 0):
-        if consumer.node in editor:
-            editor.set_input(consumer.node, consumer.index, TensorRef(new))
-    for reader in graph.control_consumers(old):
-        if reader in editor:
-            node = editor.mutable(reader)
-            node.input[list(node.input).index(f"^{old}")] = f"^{new}"
-
-
 def replace_node(graph: Graph, editor: GraphEditor, old: str, new: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Readers of `old` read `new` and `old` goes: (removed, modified) for the Rewrite.
 
     A model output (nothing reads it) keeps its name as an Identity of `new`, so whoever fetches
     the model's outputs by name still finds them in the fused graph.
     """
-    redirect_consumers(graph, editor, old, new)
+    editor.redirect(TensorRef(old), TensorRef(new))
     editor.remove(old)
     if graph.consumers(old):
         return (old,), ()

@@ -150,3 +150,37 @@ def test_contraction_cycle_inside_a_while_loop():
     # body -> next -> merge -> exit: the walk takes the back edge too, so a group that would swallow
     # part of the loop frame is refused
     assert g.contraction_cycle({"body", "exit"}) == ("body", "next", "merge")
+
+
+def scan_redirect(g: Graph, old: TensorRef, new: TensorRef, exclude=()) -> dict[str, list[str]]:
+    """What redirect must do, by scanning every input string of the source graph."""
+    data = {str(old), f"{old.node}:{old.port}"}
+    result = {}
+    for node in g:
+        inputs = list(node.input)
+        if node.name not in exclude:
+            inputs = [str(new) if t in data else f"^{new.node}" if old.port == 0 and t == f"^{old.node}" else t
+                      for t in inputs]
+        result[node.name] = inputs
+    return result
+
+
+@pytest.mark.parametrize("old", [TensorRef("split", 0), TensorRef("split", 1), TensorRef("mm"), TensorRef("w")])
+def test_redirect_rewrites_exactly_the_readers_of_a_tensor(old):
+    g = Graph.from_nodes([*small_graph().graph_def.node, make_node("Relu", "r", ["split:0", "^split", "mm:0"])])
+    ed = g.editor()
+    ed.redirect(old, TensorRef("x", 0), exclude=["add"])
+    assert {n.name: list(n.input) for n in ed.build(validate=False)} == scan_redirect(g, old, TensorRef("x"), ["add"])
+
+
+def test_redirect_sees_readers_added_or_rewired_in_the_same_edit():
+    ed = small_graph().editor()
+    ed.add(make_node("Relu", "relu", ["add", "^mm"]), after="add")
+    ed.redirect(TensorRef("add"), TensorRef("mm"), exclude=["relu"])  # indexes the new node
+    ed.set_input("relu", 0, "split:1")  # changed after that redirect
+    ed.redirect(TensorRef("split", 1), TensorRef("w/read"))
+    ed.redirect_control("mm", "x")
+    new = ed.build()
+    assert list(new.node("relu").input) == ["w/read", "^x"]
+    assert list(new.node("add").input) == ["w/read", "split", "^x"]
+    assert list(new.node("split").input) == ["mm"]  # data readers keep reading mm
