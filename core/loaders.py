@@ -122,9 +122,28 @@ def _parse_graphdef(data: bytes, source: str) -> Graph:
         raise FuseLensError(
             f"{source}: not a TensorFlow GraphDef, or truncated (protobuf parse failed: {e})"
         ) from None
+    return _checked_graph(graph_def, source)
+
+
+def _checked_graph(graph_def: proto.GraphDef, source: str) -> Graph:
+    """The Graph of a parsed GraphDef, refused with one line if it has no nodes or a corrupt constant."""
     if not graph_def.node:
         raise FuseLensError(f"{source}: contains no graph nodes (an empty graph, or not a GraphDef)")
+    _check_tensors(graph_def, source)
     return Graph(graph_def, source=source)
+
+
+def _check_tensors(graph_def: proto.GraphDef, source: str) -> None:
+    """Every tensor attribute (Const values, in the graph and its functions) is one TensorFlow accepts."""
+    bodies = [("", graph_def.node)]
+    bodies += [(f"function {f.signature.name}: ", f.node_def) for f in graph_def.library.function]
+    for where, nodes in bodies:
+        for node in nodes:
+            for key, value in node.attr.items():
+                if value.WhichOneof("value") == "tensor":
+                    problem = proto.tensor_problem(value.tensor)
+                    if problem:
+                        raise FuseLensError(f"{source}: {where}node {node.name} ({node.op}): attribute {key} {problem}")
 
 
 def _parse_pbtxt(path: Path, source: str) -> Graph:
@@ -136,9 +155,7 @@ def _parse_pbtxt(path: Path, source: str) -> Graph:
         raise FuseLensError(f"{source}: text GraphDef syntax error at {where}: {detail}") from None
     except UnicodeDecodeError:
         raise FuseLensError(f"{source}: not UTF-8 text, so not a .pbtxt GraphDef") from None
-    if not graph_def.node:
-        raise FuseLensError(f"{source}: contains no graph nodes (an empty graph, or not a GraphDef)")
-    return Graph(graph_def, source=source)
+    return _checked_graph(graph_def, source)
 
 
 def _first_line(error: BaseException) -> str:

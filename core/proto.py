@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 from tensorboard.compat.proto import (
     attr_value_pb2,
@@ -20,8 +21,8 @@ from tensorboard.compat.proto import (
     tensor_shape_pb2,
     types_pb2,
 )
-from tensorboard.util import tensor_util
 
+from core.errors import FuseLensError
 from core.tfimport import import_tensorflow
 
 GraphDef = graph_pb2.GraphDef
@@ -48,9 +49,53 @@ _NP_BY_DTYPE = {
     types_pb2.DT_INT8: np.int8,
     types_pb2.DT_UINT8: np.uint8,
     types_pb2.DT_INT16: np.int16,
+    types_pb2.DT_UINT16: np.uint16,
+    types_pb2.DT_UINT32: np.uint32,
+    types_pb2.DT_UINT64: np.uint64,
     types_pb2.DT_BOOL: np.bool_,
+    types_pb2.DT_COMPLEX64: np.complex64,
+    types_pb2.DT_COMPLEX128: np.complex128,
+    types_pb2.DT_BFLOAT16: ml_dtypes.bfloat16,
+    types_pb2.DT_FLOAT8_E5M2: ml_dtypes.float8_e5m2,
+    types_pb2.DT_FLOAT8_E4M3FN: ml_dtypes.float8_e4m3fn,
+    types_pb2.DT_FLOAT4_E2M1FN: ml_dtypes.float4_e2m1fn,
+    types_pb2.DT_INT4: ml_dtypes.int4,
+    types_pb2.DT_UINT4: ml_dtypes.uint4,
+    types_pb2.DT_INT2: ml_dtypes.int2,
+    types_pb2.DT_UINT2: ml_dtypes.uint2,
 }
 _DTYPE_BY_NP = {np.dtype(v): k for k, v in _NP_BY_DTYPE.items()}
+# Quantized types decode to their storage integer (TensorFlow wraps it in a one-field record).
+_QUANTIZED = {
+    types_pb2.DT_QINT8: np.int8,
+    types_pb2.DT_QUINT8: np.uint8,
+    types_pb2.DT_QINT16: np.int16,
+    types_pb2.DT_QUINT16: np.uint16,
+    types_pb2.DT_QINT32: np.int32,
+}
+# Which repeated field holds the values of a dtype when tensor_content is empty (TensorProto's layout).
+_VALUE_FIELD = {
+    types_pb2.DT_FLOAT: "float_val",
+    types_pb2.DT_DOUBLE: "double_val",
+    types_pb2.DT_HALF: "half_val",  # uint16 bit patterns in an int32 field
+    types_pb2.DT_BFLOAT16: "half_val",
+    types_pb2.DT_INT64: "int64_val",
+    types_pb2.DT_UINT32: "uint32_val",
+    types_pb2.DT_UINT64: "uint64_val",
+    types_pb2.DT_BOOL: "bool_val",
+    types_pb2.DT_STRING: "string_val",
+    types_pb2.DT_COMPLEX64: "scomplex_val",  # (real, imag) pairs
+    types_pb2.DT_COMPLEX128: "dcomplex_val",
+    types_pb2.DT_FLOAT8_E5M2: "float8_val",  # uint8 bit patterns in a bytes field
+    types_pb2.DT_FLOAT8_E4M3FN: "float8_val",
+    types_pb2.DT_FLOAT4_E2M1FN: "float8_val",
+    **{dt: "int_val" for dt in (types_pb2.DT_INT32, types_pb2.DT_INT16, types_pb2.DT_INT8, types_pb2.DT_UINT8,
+                                types_pb2.DT_UINT16, types_pb2.DT_INT4, types_pb2.DT_UINT4, types_pb2.DT_INT2,
+                                types_pb2.DT_UINT2, *_QUANTIZED)},
+}
+_BIT_PATTERN = {"half_val": np.uint16, "float8_val": np.uint8}
+# A constant that would expand past this is refused: no real model holds one, a corrupted shape does.
+MAX_TENSOR_BYTES = 1 << 32
 
 
 def dtype_name(dtype: int) -> str:
@@ -58,12 +103,14 @@ def dtype_name(dtype: int) -> str:
     np_type = _NP_BY_DTYPE.get(dtype)
     if np_type is not None:
         return np.dtype(np_type).name
-    return types_pb2.DataType.Name(dtype).removeprefix("DT_").lower()
+    if dtype in types_pb2.DataType.values():
+        return types_pb2.DataType.Name(dtype).removeprefix("DT_").lower()
+    return f"unknown dtype {dtype}"
 
 
 def np_dtype(dtype: int) -> np.dtype:
     if dtype not in _NP_BY_DTYPE:
-        raise ValueError(f"no numpy type for {types_pb2.DataType.Name(dtype)}")
+        raise ValueError(f"no numpy type for {dtype_name(dtype)}")
     return np.dtype(_NP_BY_DTYPE[dtype])
 
 
@@ -71,8 +118,83 @@ def tf_dtype(array_dtype: Any) -> int:
     return _DTYPE_BY_NP[np.dtype(array_dtype)]
 
 
+def _decoded_dtype(dtype: int) -> np.dtype | None:
+    if dtype == types_pb2.DT_STRING:
+        return np.dtype(object)
+    np_type = _NP_BY_DTYPE.get(dtype) or _QUANTIZED.get(dtype)
+    return None if np_type is None else np.dtype(np_type)
+
+
+def _value_count(tensor: TensorProto, field: str) -> int:
+    count = len(getattr(tensor, field))
+    return count // 2 if field in ("scomplex_val", "dcomplex_val") else count
+
+
+def tensor_problem(tensor: TensorProto) -> str | None:
+    """Why TensorFlow would refuse to build this constant (in words), or None; decodes nothing.
+
+    Loaders call it on every constant, so a corrupt file fails when it is opened, naming the
+    node, instead of deep inside a pass.
+    """
+    dtype = _decoded_dtype(tensor.dtype)
+    if dtype is None:
+        return f"holds {dtype_name(tensor.dtype)} values, which FuseLens cannot decode"
+    dims = [d.size for d in tensor.tensor_shape.dim]
+    if any(d < 0 for d in dims):
+        return f"has a shape with an unknown or negative dimension {dims}"
+    count = int(np.prod(dims, dtype=object))
+    if count * dtype.itemsize > MAX_TENSOR_BYTES:
+        return f"has shape {dims}, which would take more than {MAX_TENSOR_BYTES >> 30} GiB"
+    field = _VALUE_FIELD[tensor.dtype]
+    if tensor.tensor_content:
+        if dtype.kind == "O":
+            return "is a string tensor with tensor_content (strings are kept in string_val)"
+        if len(tensor.tensor_content) != count * dtype.itemsize:
+            return (f"has {len(tensor.tensor_content)} bytes of tensor_content; shape {dims} of "
+                    f"{dtype_name(tensor.dtype)} needs {count * dtype.itemsize}")
+        return None
+    values = _value_count(tensor, field)
+    if values > count:
+        return f"has {values} values in {field} for shape {dims} ({count} elements)"
+    return None
+
+
 def tensor_to_ndarray(tensor: TensorProto) -> np.ndarray:
-    return tensor_util.make_ndarray(tensor)
+    """A constant's value by TensorFlow's rules: no values means zeros, fewer values than the shape
+    repeat the last one, `tensor_content` holds raw little-endian bytes, half and bfloat16 values are
+    bit patterns in `half_val`. (tensorboard's copy of make_ndarray fails on the first two.)
+
+    Raises FuseLensError when TensorFlow would refuse the tensor (see tensor_problem).
+    """
+    problem = tensor_problem(tensor)
+    if problem:
+        raise FuseLensError(f"a constant {problem}")
+    dtype = _decoded_dtype(tensor.dtype)
+    assert dtype is not None
+    shape = [d.size for d in tensor.tensor_shape.dim]
+    if tensor.tensor_content:
+        return np.frombuffer(tensor.tensor_content, dtype=dtype).reshape(shape).copy()
+    field = _VALUE_FIELD[tensor.dtype]
+    raw = getattr(tensor, field)
+    if field == "string_val":
+        values = np.empty(len(raw), dtype=object)
+        values[:] = list(raw)
+    elif field in _BIT_PATTERN:
+        bits = np.frombuffer(raw, np.uint8) if field == "float8_val" else np.array(raw, dtype=np.int64)
+        values = bits.astype(_BIT_PATTERN[field]).view(dtype)  # wraps like TensorFlow's C++ cast
+    elif field in ("scomplex_val", "dcomplex_val"):
+        pairs = np.array(raw[: 2 * _value_count(tensor, field)], dtype=np.float64).reshape(-1, 2)
+        values = (pairs[:, 0] + 1j * pairs[:, 1]).astype(dtype)
+    elif field == "int_val":
+        values = np.array(raw, dtype=np.int64).astype(dtype)  # an int32 field: narrower types wrap
+    else:
+        values = np.array(raw, dtype=dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    if values.size == 0:
+        return np.zeros(shape, dtype) if dtype.kind != "O" else np.full(shape, b"", dtype=object)
+    if values.size < count:
+        values = np.concatenate([values, np.repeat(values[-1:], count - values.size)])
+    return values.reshape(shape)
 
 
 def ndarray_to_tensor(array: np.ndarray) -> TensorProto:
