@@ -209,24 +209,37 @@ class Graph:
         return attr_value(node.attr[key])
 
     # ---- constants ----------------------------------------------------------------------
-    def const_source(self, name: str) -> str | None:
-        """The Const node behind `name`, looking through Identity (frozen ReadVariableOp)."""
-        seen = set()
-        while name in self.nodes and name not in seen:
-            seen.add(name)
-            node = self.nodes[name]
-            if node.op == "Const":
-                return name
-            if node.op in FORWARDING_OPS and self.inputs(name):
-                name = self.inputs(name)[0].node
-                continue
-            return None
+    def const_chain(self, name: str, *, through: Collection[str] = FORWARDING_OPS) -> list[str] | None:
+        """`name` and the nodes down to the Const whose value it carries; None when it carries none.
+
+        The one definition of "is a constant" (is_const, const_source and const_value ask it).
+        Forwarding ops pass a constant on (a frozen ReadVariableOp is an Identity); a pass may
+        widen `through`, e.g. with Reshape, whose other inputs (shape, axis) must then be
+        constants themselves. The chain is what a fold of the value touches.
+        """
+        chain: list[str] = []
+        while name in self.nodes and name not in chain:
+            chain.append(name)
+            op = self.nodes[name].op
+            if op == "Const":
+                return chain
+            inputs = self.inputs(name)
+            if op not in through or not inputs or not all(self.is_const(ref.node) for ref in inputs[1:]):
+                return None
+            name = inputs[0].node
         return None
 
-    def is_const(self, name: str) -> bool:
-        return self.const_source(name) is not None
+    def const_source(self, name: str, *, through: Collection[str] = FORWARDING_OPS) -> str | None:
+        """The Const node behind `name` (see const_chain), or None."""
+        chain = self.const_chain(name, through=through)
+        return chain[-1] if chain else None
+
+    def is_const(self, name: str, *, through: Collection[str] = FORWARDING_OPS) -> bool:
+        """Whether `name` carries a Const's value (see const_chain)."""
+        return self.const_chain(name, through=through) is not None
 
     def const_value(self, name: str) -> np.ndarray | None:
+        """The value `name` forwards unchanged from a Const (a pass that reshapes computes its own)."""
         source = self.const_source(name)
         if source is None:
             return None

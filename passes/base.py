@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from core.graph import Graph, GraphEditor, TensorRef
+from core.graph import FORWARDING_OPS, Graph, GraphEditor, TensorRef
 from core.provenance import Rewrite
 
 
@@ -81,6 +81,8 @@ class FusionPass:
     general: ClassVar[bool] = False  # general passes are always on and cannot be switched off
     default_enabled: ClassVar[bool] = True
     order: ClassVar[int] = 100  # order inside the family (toolchain registration order)
+    # Ops a weight is seen through (Graph.const_chain): what counts as a constant for this pass.
+    constant_through: ClassVar[frozenset[str]] = FORWARDING_OPS
 
     def __init__(self, options: Mapping[str, Any] | None = None):
         self.options = dict(options or {})
@@ -95,8 +97,8 @@ class FusionPass:
         raise NotImplementedError
 
     def is_constant(self, graph: Graph, name: str) -> bool:
-        """What counts as a weight here (pruned once unread); a pass may widen it, e.g. to Reshape(Const)."""
-        return graph.is_const(name)
+        """What counts as a weight here (pruned once unread); a pass widens it with `constant_through`."""
+        return graph.is_const(name, through=self.constant_through)
 
     # ---- the engine ------------------------------------------------------------------------
     def dry_run(self, graph: Graph) -> PassResult:
@@ -158,11 +160,10 @@ class FusionPass:
                         f"consumers: it is also read by {outside[0]}{more} outside the match")
         return None
 
-    @staticmethod
-    def _shared_weight(graph: Graph, found: Match) -> str | None:
+    def _shared_weight(self, graph: Graph, found: Match) -> str | None:
         inside = set(found.nodes)
         for weight in found.weights:
-            chain = weight_chain(graph, weight)
+            chain = graph.const_chain(weight, through=self.constant_through) or [weight]
             allowed = inside | set(chain)
             for node in chain:  # data readers only: a control edge (Keras' frozen NoOp) reads no value
                 outside = [c.node for c in graph.consumers(node) if c.node not in allowed]
@@ -181,14 +182,6 @@ class FusionPass:
 
 def _inside_count(graph: Graph, node: str, inside: set[str]) -> int:
     return sum(1 for c in graph.consumer_nodes(node) if c in inside)
-
-
-def weight_chain(graph: Graph, name: str) -> list[str]:
-    """`name` and the Identity nodes down to its Const: every node a fold of it touches."""
-    chain = [name]
-    while graph.op(chain[-1]) != "Const" and graph.inputs(chain[-1]):
-        chain.append(graph.inputs(chain[-1])[0].node)
-    return chain
 
 
 def prune_dead_constants(graph: Graph, editor: GraphEditor,

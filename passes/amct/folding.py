@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core import proto
-from core.graph import Graph, GraphEditor, TensorRef
+from core.graph import FORWARDING_OPS, Graph, GraphEditor, TensorRef
 from core.nodes import make_const, make_node
 from core.provenance import Rewrite
 from passes.base import FusionPass, Match, NearMiss
@@ -33,26 +33,27 @@ PREVIEW = 4  # values shown per array in Match.details
 
 
 # Ops that only reshape a constant: Keras 3 writes BatchNorm parameters as Reshape(ReadVariableOp)
-# and a conv bias as Squeeze(Reshape(ReadVariableOp)); their values still fold.
+# and a conv bias as Squeeze(Reshape(ReadVariableOp)); their values still fold, so for AMCT a
+# constant is seen through them as well as through forwarding ops (Graph.const_chain).
 SHAPE_OPS = frozenset({"Reshape", "Squeeze", "ExpandDims"})
+FOLD_THROUGH = FORWARDING_OPS | SHAPE_OPS
 
 
 def constant_value(graph: Graph, name: str) -> np.ndarray | None:
-    """The value of a Const, possibly behind Identity and Reshape / Squeeze / ExpandDims; else None."""
-    op = graph.op(name)
-    if op not in SHAPE_OPS:
-        return graph.const_value(name)
-    inputs = graph.inputs(name)
-    value = constant_value(graph, inputs[0].node)
-    if value is None:
+    """The value of a constant seen through FOLD_THROUGH (reshapes applied); else None."""
+    chain = graph.const_chain(name, through=FOLD_THROUGH)
+    if chain is None:
         return None
-    if op == "Squeeze":
-        dims = graph.attr(name, "squeeze_dims", [])
-        return np.squeeze(value, axis=tuple(dims) if dims else None)
-    argument = graph.const_value(inputs[1].node)
-    if argument is None:
-        return None
-    return value.reshape(argument) if op == "Reshape" else np.expand_dims(value, int(argument))
+    value = graph.const_value(chain[-1])
+    for node in reversed(chain[:-1]):
+        op = graph.op(node)
+        if op == "Squeeze":
+            dims = graph.attr(node, "squeeze_dims", [])
+            value = np.squeeze(value, axis=tuple(dims) if dims else None)
+        elif op in ("Reshape", "ExpandDims"):
+            argument = graph.const_value(graph.input_node(node, 1))
+            value = value.reshape(argument) if op == "Reshape" else np.expand_dims(value, int(argument))
+    return value
 
 
 def constant_shape(graph: Graph, name: str) -> tuple[int, ...]:
@@ -63,23 +64,11 @@ def constant_shape(graph: Graph, name: str) -> tuple[int, ...]:
     return constant_value(graph, name).shape
 
 
-def is_constant(graph: Graph, name: str) -> bool:
-    """Cheap structural test for constant_value (no tensor is decoded)."""
-    while graph.op(name) in SHAPE_OPS:
-        inputs = graph.inputs(name)
-        if graph.op(name) != "Squeeze" and not graph.is_const(inputs[1].node):
-            return False
-        name = inputs[0].node
-    return graph.is_const(name)
-
-
 class AmctPass(FusionPass):
     """Base of the AMCT passes: a reshaped constant counts as a weight (and is pruned once unread)."""
 
     family = "amct"
-
-    def is_constant(self, graph: Graph, name: str) -> bool:
-        return is_constant(graph, name)
+    constant_through = FOLD_THROUGH
 
 
 def chain_pattern(op_types: Iterable[str]) -> Op:
@@ -130,9 +119,9 @@ def find_chain(graph: Graph, node: str, op_types: Iterable[str]) -> tuple[Chain 
 
 
 def non_constant(graph: Graph, named_inputs: Mapping[str, str]) -> str | None:
-    """A reason when one of the role -> node inputs is not a constant (possibly behind Identity)."""
+    """A reason when one of the role -> node inputs is not a constant (seen through FOLD_THROUGH)."""
     for role, node in named_inputs.items():
-        if not is_constant(graph, node):
+        if not graph.is_const(node, through=FOLD_THROUGH):
             return f"the {role} ({node}, {graph.op(node)}) is not a constant, so it cannot be folded"
     return None
 

@@ -20,7 +20,7 @@ from core import proto
 from core.graph import Graph, GraphEditor
 from core.nodes import make_const, make_node
 from core.provenance import Rewrite
-from passes.amct.folding import CONV_TYPES, AmctPass, constant_value, find_chain, is_constant, preview, replace_node
+from passes.amct.folding import CONV_TYPES, AmctPass, constant_value, find_chain, preview, replace_node
 from passes.base import Match, NearMiss
 from passes.pattern import ANY, MatchResult, Op, match
 from passes.registry import register
@@ -106,10 +106,9 @@ class SmallOpBatchnormFusionPass(AmctPass):
                 best = (variant, result)
         return best
 
-    @staticmethod
-    def _refusal(graph: Graph, b: dict[str, str]) -> str | None:
+    def _refusal(self, graph: Graph, b: dict[str, str]) -> str | None:
         for role in CONSTANTS:
-            if role in b and not is_constant(graph, b[role]):
+            if role in b and not self.is_constant(graph, b[role]):
                 return (f"the BatchNorm {role} {b[role]} ({graph.op(b[role])}) is not a constant: this normalises "
                         "with computed statistics (e.g. a LayerNorm), not an inference BatchNorm")
         x = graph.inputs(b["mul_x"])[0]

@@ -40,7 +40,6 @@ from passes.autofuse.op_classes import (
     op_class,
     operand_slots,
 )
-from passes.base import weight_chain
 
 MAX_INPUTS = 8
 MAX_REDUCE_PRODUCERS = 3
@@ -248,10 +247,9 @@ class _Grouper:
 
     def _body_constant(self, name: str, members: set[str]) -> list[str]:
         """The Identity...Const chain behind `name` when it is small and read only by `members`."""
-        value = self.graph.const_value(name)
-        if value is None or value.size > MAX_BODY_CONST_ELEMENTS:
+        chain = self.graph.const_chain(name)
+        if chain is None or self.graph.const_value(chain[-1]).size > MAX_BODY_CONST_ELEMENTS:
             return []
-        chain = weight_chain(self.graph, name)
         allowed = members | set(chain)
         if any(reader not in allowed for node in chain for reader in self.graph.consumer_nodes(node)):
             return []

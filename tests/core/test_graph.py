@@ -184,3 +184,17 @@ def test_redirect_sees_readers_added_or_rewired_in_the_same_edit():
     assert list(new.node("relu").input) == ["w/read", "^x"]
     assert list(new.node("add").input) == ["w/read", "split", "^x"]
     assert list(new.node("split").input) == ["mm"]  # data readers keep reading mm
+
+
+def test_constants_are_seen_through_forwarding_ops_and_what_a_pass_adds():
+    g = Graph.from_nodes([
+        make_const("w", np.arange(6, dtype=np.float32)), make_const("shape", np.array([2, 3], np.int32)),
+        make_node("Identity", "w/read", ["w"]), make_node("Reshape", "r", ["w/read", "shape"]),
+        make_node("Identity", "r/read", ["r"]), make_node("Placeholder", "x"), make_node("Reshape", "rx", ["w", "x"]),
+    ])
+    assert g.const_chain("w/read") == ["w/read", "w"] and g.const_source("w/read") == "w"
+    assert g.const_chain("r/read") is None and not g.is_const("r")
+    widened = frozenset({"Identity", "Reshape"})
+    assert g.const_chain("r/read", through=widened) == ["r/read", "r", "w/read", "w"]
+    assert g.is_const("r", through=widened) and g.const_source("r", through=widened) == "w"
+    assert not g.is_const("rx", through=widened)  # its shape is not a constant
