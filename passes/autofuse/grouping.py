@@ -37,7 +37,7 @@ from passes.autofuse.op_classes import (
     REDUCE,
     ascend_op_type,
     classify,
-    op_class,
+    fusion_class,
     operand_slots,
 )
 
@@ -116,7 +116,7 @@ class _Grouper:
         for name in self.order:
             inputs = self.graph.inputs(name)
             if self.graph.is_const(name) or (
-                    op_class(self.graph.op(name)) and inputs and all(r.node in constant for r in inputs)):
+                    fusion_class(self.graph.op(name)) and inputs and all(r.node in constant for r in inputs)):
                 constant.add(name)
         return constant
 
@@ -135,7 +135,7 @@ class _Grouper:
 
     def data_producers(self, name: str) -> list[str]:
         inputs = self.graph.inputs(name)
-        slots = operand_slots(self.graph, name) if op_class(self.graph.op(name)) else range(len(inputs))
+        slots = operand_slots(self.graph, name) if fusion_class(self.graph.op(name)) else range(len(inputs))
         return list(dict.fromkeys(inputs[i].node for i in slots if inputs[i].node not in self.constant))
 
     def data_consumers(self, name: str) -> list[str]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from autofuse_check import assert_same_outputs, tf_graph
 
+from core.opclass import op_category
 from passes.autofuse.autofuse_pass import AutoFusePass
 from passes.autofuse.flags import AutofuseFlags, parse_autofuse_flags
 from passes.autofuse.grouping import group_graph, kernel_name
-from passes.autofuse.op_classes import ascend_op_type, classify
+from passes.autofuse.op_classes import ascend_op_type, classify, fusion_class
 
 REDUCE_ON = parse_autofuse_flags("--autofuse_enable_pass=reduce")
 
@@ -41,6 +42,14 @@ def test_op_table_spells_ops_like_the_graph_engine():
                  "Min": "ReduceMinD", "Prod": "ReduceProdD", "All": "ReduceAllD", "Any": "ReduceAnyD",
                  "ConcatV2": "ConcatD", "RealDiv": "RealDiv", "Maximum": "Maximum", "Conv2D": "Conv2D"}
     assert {op: ascend_op_type(op) for op in spellings} == spellings
+
+
+def test_autofuse_classes_come_from_the_one_op_table():
+    for op in ("Expm1", "IsNan", "Gelu", "Swish", "Relu", "AddV2", "BiasAdd"):  # drawn and fused alike
+        assert op_category(op) == "elementwise" and fusion_class(op) is not None
+    for op in ("Softmax", "MaxPool", "ArgMax", "Select", "Conv2D", "Reshape", "NoSuchOp"):
+        assert fusion_class(op) is None
+    assert fusion_class("Sum").pattern == "reduce" and fusion_class("ConcatV2").axis_operands == (-1,)
 
 
 def test_binary_op_with_differing_input_shapes_is_broadcast(load_sample):
