@@ -1,4 +1,5 @@
-"""Run a graph in this process with TensorFlow (tests, numeric checks, the runner's child)."""
+"""Placeholder feeds for a graph (the runner, the run view, NPU bundles), and a TF1 session run of it
+in this process (the numeric checks of the tests; the runner's child process runs graphs itself)."""
 
 from __future__ import annotations
 

@@ -60,7 +60,3 @@ def make_const(name: str, value: np.ndarray) -> proto.NodeDef:
     node.attr["dtype"].type = proto.tf_dtype(value.dtype)
     node.attr["value"].tensor.CopyFrom(proto.ndarray_to_tensor(value))
     return node
-
-
-def type_attr(dtype: int) -> proto.AttrValue:
-    return proto.AttrValue(type=dtype)
