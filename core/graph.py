@@ -7,6 +7,7 @@ A pass never edits a NodeDef it received. It asks `graph.editor()` for a copy-on
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import heapq
 from collections import defaultdict
@@ -44,19 +45,25 @@ def topological_sort(keys: Iterable[K], edges: Iterable[tuple[K, K]]) -> list[K]
     """
     position = {key: i for i, key in enumerate(keys)}
     listed = list(position)
-    waiting = [0] * len(listed)
-    successors: list[list[int]] = [[] for _ in listed]
+    count = len(listed)
+    waiting = [0] * count
+    # Edge s -> t as the int s * count + t, sorted: the successors of a key sit together, and no
+    # per-key list is allocated (a big graph would otherwise leave the garbage collector busy).
+    codes: list[int] = []
     for source, target in edges:
         s, t = position.get(source), position.get(target)
         if s is not None and t is not None:
-            successors[s].append(t)
+            codes.append(s * count + t)
             waiting[t] += 1
-    ready = [i for i, count in enumerate(waiting) if count == 0]  # ascending, so already a heap
+    codes.sort()
+    first = [bisect.bisect_left(codes, i * count) for i in range(count + 1)]
+    ready = [i for i, deg in enumerate(waiting) if deg == 0]  # ascending, so already a heap
     order: list[K] = []
     while ready:
         i = heapq.heappop(ready)
         order.append(listed[i])
-        for t in successors[i]:
+        for code in codes[first[i]:first[i + 1]]:
+            t = code % count
             waiting[t] -= 1
             if waiting[t] == 0:
                 heapq.heappush(ready, t)
