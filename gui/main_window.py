@@ -9,29 +9,24 @@ so two TensorFlow graph imports never overlap in this process.
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import sys
-from collections.abc import Callable
-from typing import Any
+from functools import partial
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
     QDockWidget,
     QFileDialog,
     QLabel,
     QMainWindow,
-    QProgressBar,
     QSplitter,
     QToolButton,
     QWidget,
 )
 
-from core.errors import FuseLensError
 from core.layout import SCOPE_PREFIX, LayoutCache, default_cache
 from core.loaders import LoadedModel, load_model
+from gui.actions import make_action
 from gui.dialogs import MODEL_FILTER, RecentFiles, SamplesDialog, save_dialog, show_error
 from gui.match_list import MatchList
 from gui.pane import Pane, diff_status, legend_html, titled
@@ -40,28 +35,12 @@ from gui.properties import FusedBodyDialog, PropertiesPanel
 from gui.run_panel import install_run_panel
 from gui.search import SearchHits, search_box
 from gui.selection import Selection, SelectionModel
-from gui.workers import WorkerPool
+from gui.workers import WorkerPool, WorkIndicator, freeze_long_lived_objects
 from passes.config import PassConfig
-from passes.registry import PipelineResult, run_pipeline
+from passes.registry import PipelineResult
 from session import SIDES, FusionJob, Session, Stage
 
 TF_SLOT = "tf"  # the one worker slot for work that uses TensorFlow
-
-_frozen = False
-
-
-def freeze_long_lived_objects() -> None:
-    """Move everything alive now (TensorFlow's modules, once a pass imported them) out of the GC's view.
-
-    A full collection over TensorFlow's millions of objects takes 100-200 ms and holds the GIL,
-    freezing the window whichever thread triggers it. Done once: cyclic garbage that exists at
-    that moment is never collected, which is bounded and small.
-    """
-    global _frozen
-    if not _frozen and "tensorflow" in sys.modules:
-        gc.freeze()
-        _frozen = True
-
 
 class MainWindow(QMainWindow):
     layout_done = Signal(str)  # side: a pane shows a new layout
@@ -110,30 +89,20 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(main)
         self.setDockOptions(QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowTabbedDocks)
 
-    def _action(self, text: str, handler: Callable[[], Any], shortcut: Any = None, tip: str = "") -> QAction:
-        action = QAction(text, self)
-        action.triggered.connect(handler)
-        if shortcut is not None:
-            shortcuts = shortcut if isinstance(shortcut, list) else [shortcut]
-            action.setShortcuts([QKeySequence(s) for s in shortcuts])
-        if tip:
-            action.setToolTip(tip)
-        return action
-
     def _build_actions(self) -> None:
-        self.open_action = self._action("Open…", self.open_dialog, QKeySequence.StandardKey.Open)
-        self.samples_action = self._action("Samples…", self.samples_dialog, "Ctrl+Shift+O")
-        self.next_action = self._action("Next match", lambda: self.step_match(1), ["N", "F3", "Alt+Down"],
+        self.open_action = make_action(self, "Open…", self.open_dialog, QKeySequence.StandardKey.Open)
+        self.samples_action = make_action(self, "Samples…", self.samples_dialog, "Ctrl+Shift+O")
+        self.next_action = make_action(self, "Next match", lambda: self.step_match(1), ["N", "F3", "Alt+Down"],
                                         "Next match or near miss (N, F3, Alt+Down)")
-        self.prev_action = self._action("Previous match", lambda: self.step_match(-1),
+        self.prev_action = make_action(self, "Previous match", lambda: self.step_match(-1),
                                         ["Shift+N", "Shift+F3", "Alt+Up"],
                                         "Previous match or near miss (Shift+N, Shift+F3, Alt+Up)")
-        self.fit_action = self._action("Fit", self.fit_both, tip="Fit both panes (F in a pane)")
-        self.find_action = self._action("Find", self.focus_search, QKeySequence.StandardKey.Find)
-        self.export_svg_action = self._action("Graph as SVG…", lambda: self._export_graph_dialog("svg"))
-        self.export_png_action = self._action("Graph as PNG…", lambda: self._export_graph_dialog("png"))
-        self.export_pb_action = self._action("Fused model (.pb)…", self._export_pb_dialog)
-        self.export_report_action = self._action("Fuse report (JSON)…", self._export_report_dialog)
+        self.fit_action = make_action(self, "Fit", self.fit_both, tip="Fit both panes (F in a pane)")
+        self.find_action = make_action(self, "Find", self.focus_search, QKeySequence.StandardKey.Find)
+        self.export_svg_action = make_action(self, "Graph as SVG…", lambda: self._export_graph_dialog("svg"))
+        self.export_png_action = make_action(self, "Graph as PNG…", lambda: self._export_graph_dialog("png"))
+        self.export_pb_action = make_action(self, "Fused model (.pb)…", self._export_pb_dialog)
+        self.export_report_action = make_action(self, "Fuse report (JSON)…", self._export_report_dialog)
 
         file_menu = self.menuBar().addMenu("&File")
         file_menu.addActions([self.open_action, self.samples_action])
@@ -143,7 +112,7 @@ class MainWindow(QMainWindow):
         export_menu.addActions([self.export_svg_action, self.export_png_action, self.export_pb_action,
                                 self.export_report_action])
         file_menu.addSeparator()
-        file_menu.addAction(self._action("Quit", self.close, QKeySequence.StandardKey.Quit))
+        file_menu.addAction(make_action(self, "Quit", self.close, QKeySequence.StandardKey.Quit))
         view_menu = self.menuBar().addMenu("&View")
         view_menu.addActions([self.fit_action, self.find_action, self.prev_action, self.next_action])
 
@@ -163,22 +132,13 @@ class MainWindow(QMainWindow):
         toolbar.addWidget(self.search_status)
 
     def _build_status_bar(self) -> None:
-        self.progress = QProgressBar(self)
-        self.progress.setRange(0, 0)
-        self.progress.setMaximumWidth(160)
-        self.progress.hide()
-        self.cancel_button = QToolButton(self)
-        self.cancel_button.setText("Cancel")
-        self.cancel_button.hide()
-        self.cancel_button.clicked.connect(self.cancel_work)
+        self.work = WorkIndicator(self.workers, self)
         self.statusBar().addPermanentWidget(QLabel(legend_html(), self))
-        self.statusBar().addPermanentWidget(self.progress)
-        self.statusBar().addPermanentWidget(self.cancel_button)
+        self.statusBar().addPermanentWidget(self.work)
         self.statusBar().showMessage("Open a model (Ctrl+O) or a sample (Ctrl+Shift+O), or drop a file here")
 
     def _connect(self) -> None:
         self.session.subscribe(self._on_session)
-        self.workers.busy_changed.connect(self._on_busy)
         self.before.painted.connect(self._on_before_painted)
         self.selection.changed.connect(self._on_selection)
         self.pass_panel.config_edited.connect(self.set_config)
@@ -306,11 +266,7 @@ class MainWindow(QMainWindow):
             self._run_job(job)
 
     def _run_job(self, job: FusionJob) -> None:
-        def fuse(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> PipelineResult:
-            return run_pipeline(job.graph, job.config, cancelled=cancelled,
-                                progress=lambda pid, i, n: progress(f"fusing: {pid} ({i + 1}/{n})"))
-
-        self.workers.start(TF_SLOT, "fusion", fuse, on_finished=lambda pipeline: self._on_fused(job, pipeline),
+        self.workers.start(TF_SLOT, "fusion", job.fuse, on_finished=lambda pipeline: self._on_fused(job, pipeline),
                            on_error=lambda text: self._job_failed(job, "Fusion failed", text),
                            on_cancelled=lambda: self.session.job_failed(job),
                            on_progress=self.statusBar().showMessage)
@@ -318,15 +274,8 @@ class MainWindow(QMainWindow):
     def _on_fused(self, job: FusionJob, pipeline: PipelineResult) -> None:
         if not self.session.fusion_done(job, pipeline):
             return  # superseded by a newer configuration or model
-
-        def infer_shapes(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> None:
-            progress("inferring tensor shapes for the edge labels")
-            for shaped in (pipeline.original, pipeline.fused):  # labels go without when TF refuses
-                if not cancelled():
-                    with contextlib.suppress(FuseLensError):
-                        shaped.ensure_shapes()
-
-        self.workers.start(TF_SLOT, "shape inference", infer_shapes, on_finished=lambda _: self._on_shapes(job),
+        shapes = partial(job.infer_shapes, fused=pipeline.fused)
+        self.workers.start(TF_SLOT, "shape inference", shapes, on_finished=lambda _: self._on_shapes(job),
                            on_error=lambda text: self._job_failed(job, "Shape inference failed", text),
                            on_cancelled=lambda: self.session.job_failed(job),
                            on_progress=self.statusBar().showMessage)
@@ -403,15 +352,6 @@ class MainWindow(QMainWindow):
     def focus_search(self) -> None:
         self.search.setFocus()
         self.search.selectAll()
-
-    # ---- work status --------------------------------------------------------------------------------
-    def _on_busy(self, busy: bool) -> None:
-        self.progress.setVisible(busy)
-        self.cancel_button.setVisible(busy)
-
-    def cancel_work(self) -> None:
-        self.workers.cancel_all()
-        self.statusBar().showMessage("Cancelled", 3000)
 
     def closeEvent(self, event) -> None:
         self.workers.shutdown()

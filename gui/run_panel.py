@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QKeySequence, QStandardItemModel
+from PySide6.QtGui import QAction, QStandardItemModel
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -44,6 +44,7 @@ from core.runtime.npu_script import MODES
 from core.runtime.profile_import import import_run_file
 from core.runtime.run_view import open_inputs, parse_input_shapes
 from core.runtime.trace import write_chrome_trace, write_kernel_csv
+from gui.actions import make_action
 from gui.charts import KernelCharts, SummaryCards, Timeline
 from gui.dialogs import save_dialog, show_error
 from gui.graph_view import GraphView
@@ -428,11 +429,7 @@ class RunPanel(QWidget):
     def build_actions(self) -> list[QAction | None]:
         """The Run menu (None: a separator); actions that need a result follow whether one is shown."""
         def action(text: str, handler: Callable[[], Any], shortcut: str | None = None) -> QAction:
-            item = QAction(text, self)
-            item.triggered.connect(handler)
-            if shortcut:
-                item.setShortcut(QKeySequence(shortcut))
-            return item
+            return make_action(self, text, handler, shortcut)
 
         self.run_action = action("Compile and run", self.start_run, "Ctrl+R")
         self.cancel_action = action("Cancel run", self.cancel_run)

@@ -7,18 +7,37 @@ queued to the GUI thread, so slots never run concurrently with the widgets.
 
 from __future__ import annotations
 
+import gc
 import logging
+import sys
 import traceback
 from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QToolButton, QWidget
 
 from core.errors import Cancelled, FuseLensError
 
 log = logging.getLogger(__name__)
 
 Task = Callable[[Callable[[str], None], Callable[[], bool]], Any]
+
+
+_frozen = False
+
+
+def freeze_long_lived_objects() -> None:
+    """Move everything alive now (TensorFlow's modules, once a pass imported them) out of the GC's view.
+
+    A full collection over TensorFlow's millions of objects takes 100-200 ms and holds the GIL,
+    freezing the window whichever thread triggers it. Done once: cyclic garbage that exists at
+    that moment is never collected, which is bounded and small.
+    """
+    global _frozen
+    if not _frozen and "tensorflow" in sys.modules:
+        gc.freeze()
+        _frozen = True
 
 
 class WorkerSignals(QObject):
@@ -146,3 +165,22 @@ class WorkerPool(QObject):
         """Cancel everything and wait for the threads; True when none is left running."""
         self.cancel_all()
         return self.pool.waitForDone(timeout_ms)
+
+
+class WorkIndicator(QWidget):
+    """A busy bar and a Cancel button for the status bar, shown while the pool has work."""
+
+    def __init__(self, pool: WorkerPool, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.progress = QProgressBar(self)
+        self.progress.setRange(0, 0)
+        self.progress.setMaximumWidth(160)
+        self.cancel_button = QToolButton(self)
+        self.cancel_button.setText("Cancel")
+        self.cancel_button.clicked.connect(pool.cancel_all)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.cancel_button)
+        pool.busy_changed.connect(self.setVisible)
+        self.hide()

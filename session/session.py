@@ -9,6 +9,7 @@ ends listen with `subscribe` and run the jobs wherever they like (the window: on
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -20,7 +21,7 @@ from core.io import write_bytes_atomic, write_json_atomic
 from core.loaders import LoadedModel
 from core.runtime.result import RunResult
 from passes.config import PassConfig
-from passes.registry import PipelineResult
+from passes.registry import PipelineResult, run_pipeline
 from passes.report import build_report
 
 SIDES = ("before", "after")
@@ -37,11 +38,28 @@ class Stage(str, Enum):
 
 @dataclass(frozen=True)
 class FusionJob:
-    """One fusion to run: this graph with this configuration; `number` tells stale results apart."""
+    """One fusion to run: this graph with this configuration; `number` tells stale results apart.
+
+    `fuse` and then `infer_shapes` are the job's work, in the `(progress, cancelled)` form a
+    front end's worker calls; both may import TensorFlow, so a front end runs them one at a time.
+    """
 
     number: int
     graph: Graph
     config: PassConfig
+
+    def fuse(self, progress: Callable[[str], None], cancelled: Callable[[], bool]) -> PipelineResult:
+        return run_pipeline(self.graph, self.config, cancelled=cancelled,
+                            progress=lambda pass_id, i, n: progress(f"fusing: {pass_id} ({i + 1}/{n})"))
+
+    def infer_shapes(self, progress: Callable[[str], None], cancelled: Callable[[], bool],
+                     fused: Graph | None = None) -> None:
+        """Tensor shapes of the original and the fused graph, for edge labels (none where TF refuses)."""
+        progress("inferring tensor shapes for the edge labels")
+        for graph in (self.graph, fused):
+            if graph is not None and not cancelled():
+                with contextlib.suppress(FuseLensError):
+                    graph.ensure_shapes()
 
 
 Listener = Callable[[str], None]  # called with what changed: "model", "config", "pipeline", "stage", "run", ...
