@@ -6,6 +6,7 @@ import pytest
 
 from core.samples import SAMPLES
 from tests.gui.helpers import close_window, make_window, open_and_wait
+from tests.zoo.models import ZOO, zoo_model
 
 COMMITTED = [name for name, sample in SAMPLES.items() if not sample.cached]
 
@@ -31,4 +32,14 @@ def test_mobilenet_v2_opens_fuses_and_closes(qtbot, tmp_path, dialogs, layout_ca
     assert sum(len(r.matches) for r in window.session.pipeline.results) > 50  # the 52 small-op BNs at least
     window.next_action.trigger()
     assert window.before.selected_keys and window.after.selected_keys
+    close_window(window)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(ZOO))
+def test_every_zoo_model_opens_and_closes(qtbot, tmp_path, dialogs, layout_cache, name):
+    window = make_window(qtbot, tmp_path, layout_cache)
+    open_and_wait(qtbot, window, str(zoo_model(name)), timeout=300000)
+    assert not dialogs, dialogs
+    assert window.before.items_by_key and window.after.items_by_key
     close_window(window)

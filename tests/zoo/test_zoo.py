@@ -1,0 +1,120 @@
+"""The Keras zoo fuses and agrees: eight applications, default passes and every pass on.
+
+Each model (tests/zoo/models.py: random weights and BatchNorm statistics, logits) runs twice
+unfused first: a model whose own output moves between two runs cannot prove a fusion, and the
+test says so instead of passing or skipping. Then the fused graph runs on the same seeded
+inputs and must agree relative to the output's scale (max |fused - original| / max |original|),
+since logits of random networks have no natural per-element tolerance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from cli import main as cli_main
+from core import proto
+from core.execute import random_feeds, run_graph
+from core.graph import Graph
+from core.loaders import load_model
+from core.nodes import make_const, make_node
+from core.runtime.compare import pair_outputs
+from passes.config import PassConfig
+from passes.registry import catalog, run_pipeline
+from tests.zoo.models import ZOO, zoo_model
+
+# max |fused - original| / max |original| for float32 (measured: at most ~1e-6 on every model)
+SCALE_TOLERANCE = 1e-4
+
+
+def every_pass() -> PassConfig:
+    """Every pass of the catalog on, and AutoFuse's off-by-default reduce and concat kernels too."""
+    return (PassConfig.from_ids([c.id for c in catalog()])
+            .with_autofuse_flags("--enable_autofuse=true;--autofuse_enable_pass=reduce,concat"))
+
+
+CONFIGS = {"default": PassConfig.default, "every_pass": every_pass}
+
+
+@dataclass
+class Reference:
+    graph: Graph
+    feeds: dict[str, np.ndarray]
+    outputs: dict[str, np.ndarray]
+    instability: float  # max relative difference between two runs of the original
+
+
+_last: dict[str, Reference] = {}  # one model at a time: they are up to 115 MB each
+
+
+def reference(name: str) -> Reference:
+    if name not in _last:
+        _last.clear()
+        graph = load_model(zoo_model(name)).graph
+        feeds = random_feeds(graph, seed=0)
+        first, second = run_graph(graph, feeds), run_graph(graph, feeds)
+        instability = max(relative_error(first[k], second[k]) for k in first)
+        _last[name] = Reference(graph, feeds, first, instability)
+    return _last[name]
+
+
+def relative_error(original: np.ndarray, other: np.ndarray) -> float:
+    scale = float(np.abs(original).max())
+    assert np.isfinite(original).all() and scale > 0, "the original output is not finite, or all zeros"
+    return float(np.abs(other.astype(np.float64) - original).max()) / scale
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", list(CONFIGS))
+@pytest.mark.parametrize("name", list(ZOO))
+def test_zoo_model_fuses_and_agrees(name: str, config: str) -> None:
+    ref = reference(name)
+    assert ref.instability <= SCALE_TOLERANCE, (
+        f"{name}: the original model's own output is unstable between two runs (relative difference "
+        f"{ref.instability:.2e}), so a comparison with the fused graph proves nothing")
+    pipeline = run_pipeline(ref.graph, CONFIGS[config]())
+    assert sum(len(r.matches) for r in pipeline.results) > 0, f"{name}: nothing fused"
+    pairs = pair_outputs(ref.graph, pipeline.fused, pipeline.provenance.original_to_final())
+    fused = run_graph(pipeline.fused, ref.feeds, [f for _, f in pairs])
+    for original, tensor in pairs:
+        want = ref.outputs[original.split(":")[0]]
+        assert fused[tensor].dtype == want.dtype and fused[tensor].shape == want.shape
+        error = relative_error(want, fused[tensor])
+        assert error <= SCALE_TOLERANCE, (f"{name} ({config}): {tensor} differs from {original} by {error:.2e} "
+                                          f"of the output's scale (two original runs: {ref.instability:.1e})")
+
+
+@pytest.mark.slow
+def test_efficientnet_b0_fuses_from_the_command_line(tmp_path, capsys) -> None:
+    """Used to end in `ValueError: cannot reshape array of size 0 into shape ()` (an empty scalar constant)."""
+    out = tmp_path / "fused.pb"
+    assert cli_main(["fuse", str(zoo_model("EfficientNetB0")), "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err and "AutoFusePass" in captured.out
+    assert load_model(out).graph.op_histogram()["AscBackend"] > 0
+
+
+def test_an_empty_scalar_constant_moves_into_an_autofuse_kernel() -> None:
+    """EfficientNet's Rescaling offset: `Const` with a shape and no values, i.e. 0.0 (TensorFlow's rule)."""
+    float_attr = proto.AttrValue(type=proto.DT_FLOAT)
+    shape = proto.AttrValue(shape=proto.shape_proto([4, 8]))
+    empty = proto.TensorProto(dtype=proto.DT_FLOAT, tensor_shape=proto.shape_proto([]))
+    nodes = [
+        make_node("Placeholder", "x", attrs={"dtype": float_attr, "shape": shape}),
+        make_const("rescaling/Cast/x", np.float32(1 / 255)),
+        make_node("Const", "rescaling/Cast_1/x", attrs={"dtype": float_attr, "value": proto.AttrValue(tensor=empty)}),
+        make_node("Mul", "rescaling/mul", ["x", "rescaling/Cast/x"], {"T": float_attr}),
+        make_node("AddV2", "rescaling/add", ["rescaling/mul", "rescaling/Cast_1/x"], {"T": float_attr}),
+        make_node("Abs", "abs", ["rescaling/add"], {"T": float_attr}),
+        make_node("Relu", "relu", ["abs"], {"T": float_attr}),
+    ]
+    graph = Graph.from_nodes(nodes, source="toy")
+    pipeline = run_pipeline(graph)
+    assert pipeline.fused.op_histogram().get("AscBackend") == 1
+    feeds = random_feeds(graph, seed=0)
+    (pair,) = pair_outputs(graph, pipeline.fused, pipeline.provenance.original_to_final())
+    want = run_graph(graph, feeds, [pair[0]])[pair[0]]
+    np.testing.assert_allclose(run_graph(pipeline.fused, feeds, [pair[1]])[pair[1]], want, rtol=1e-6)
+    np.testing.assert_allclose(want, np.maximum(np.abs(feeds["x"] / 255), 0), rtol=1e-6)
