@@ -162,7 +162,7 @@ def _parse(text: str, message: Any, path: Path, notes: list[str]) -> Any:
         if kind and kind.group(1) in _ATTR_MESSAGES:
             raise FuseLensError(f"{path}, {where}: unknown attribute kind {kind.group(2)!r}") from None
         if not unknown:
-            detail = str(e).split(" : ", 1)[-1]
+            detail = re.sub(r"^'[^']*': ", "", str(e).split(" : ", 1)[-1])  # drop the echo of the line
             raise FuseLensError(f"{path}, {where}: not a readable {type(message).DESCRIPTOR.full_name} "
                                 f"text dump ({detail})") from None
         notes.append(f"fields this FuseLens does not know were skipped (first at {where}: "
@@ -182,17 +182,19 @@ def _graph(parts: list[NodeParts], text: str, path: Path, where: str) -> Graph:
             try:
                 parsed = parse_input(raw, p.name)
             except ConvertError as e:
-                raise FuseLensError(f"{path}{_line_of(text, raw)}: {where}{e}") from None
+                raise FuseLensError(f"{path}{_line_of(text, raw, p.name)}: {where}{e}") from None
             if parsed is not None and parsed[0] not in names:
-                raise FuseLensError(f"{path}{_line_of(text, raw)}: {where}node {p.name} reads {raw!r}, "
+                raise FuseLensError(f"{path}{_line_of(text, raw, p.name)}: {where}node {p.name} reads {raw!r}, "
                                     "but no node of that name is in the graph (a dangling input)")
     if not parts:
         raise FuseLensError(f"{path}: {where}the graph has no nodes")
     return Graph(graph_def(parts), source=str(path))
 
 
-def _line_of(text: str, quoted: str) -> str:
-    index = text.find(f'"{quoted}"')
+def _line_of(text: str, quoted: str, node: str) -> str:
+    """`, line N` of the first `"quoted"` after the node's name (the text names nodes `name: "..."`)."""
+    start = max(text.find(f'name: "{node}"'), 0)
+    index = text.find(f'"{quoted}"', start)
     return f", line {text.count(chr(10), 0, index) + 1}" if index >= 0 else ""
 
 

@@ -3,15 +3,20 @@
 Accepts `op_summary_*.csv` in every header variant the toolchain writes (`Task Start Time(us)`
 or the older `Task Start Time` in ns, `Block Dim` or `Block Num`, optional `Model Name`,
 `Infer ID`, `OP State`, `HF32 Eligible` columns), cells holding `N/A`, trailing tabs, the
-4294967295 "invalid" sentinel and `; ; ; ;` scalar shapes; `op_statistic_*.csv`; or a whole
-`PROF_*` folder (or a folder holding `original/` and `fused/` runs, as the exported NPU script
-writes them).
+4294967295 "invalid" sentinel and `; ; ; ;` scalar shapes; torch_npu's `kernel_details.csv`
+(the same rows under other column names); `task_time_*.csv`; the `msprof_*.json` timeline (a
+Chrome trace as a bare JSON array, whose "Ascend Hardware" process holds the device tasks);
+`op_statistic_*.csv`; or a whole `PROF_*` folder (or a folder holding `original/` and `fused/`
+runs, as the exported NPU script writes them). Large exports are sliced into several files
+(`op_summary_slice_1_*.csv`, `msprof_slice_0_*.json`): all slices of a kind are read together.
+`fusion_op_*.csv` is not a timing: `read_fusion_op` gives its fused op -> original ops map.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 from collections import defaultdict
 from dataclasses import dataclass
@@ -29,6 +34,13 @@ START_COLUMNS = {"Task Start Time(us)": 1.0, "Task Start Time": 1e-3}
 DURATION_COLUMNS = {"Task Duration(us)": 1.0, "Task Duration": 1e-3}
 BLOCK_COLUMNS = ("Block Dim", "Block Num")
 STATISTIC_COLUMNS = ("OP Type", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)")
+# torch_npu's kernel_details.csv: op_summary's rows under its own column names.
+KERNEL_DETAILS_COLUMNS = {"Name": "Op Name", "Type": "OP Type", "Accelerator Core": "Task Type",
+                          "Start Time(us)": "Task Start Time(us)", "Duration(us)": "Task Duration(us)",
+                          "Wait Time(us)": "Task Wait Time(us)", "Step Id": "Infer ID"}
+TASK_TIME_COLUMNS = ("kernel_name", "kernel_type", "task_time(us)", "task_start(us)")
+FUSION_OP_COLUMNS = ("Fusion Op", "Original Ops")
+HARDWARE_PROCESS = "Ascend Hardware"  # the msprof timeline's process of device tasks
 
 
 @dataclass(frozen=True)
@@ -115,6 +127,8 @@ def read_op_summary(path: str | os.PathLike[str]) -> list[OpRecord]:
     """The rows of one op_summary CSV; a malformed row is a FuseLensError naming the file and line."""
     path = Path(path)
     header, rows = _rows(path)
+    if "Op Name" not in header and "Name" in header:  # torch_npu's kernel_details.csv
+        header = [KERNEL_DETAILS_COLUMNS.get(column, column) for column in header]
     for required in ("Op Name", "OP Type"):
         _column(header, path, (required,))
     start_col = _column(header, path, START_COLUMNS)
@@ -200,31 +214,158 @@ def read_op_statistic(path: str | os.PathLike[str], label: str = "imported") -> 
     return GraphRun(label=label, steps=0, kernels=kernels, source="msprof")
 
 
-def find_profile_files(folder: Path) -> tuple[list[Path], list[Path]]:
-    """op_summary files (preferring mindstudio_profiler_output/) and op_statistic files under `folder`."""
-    summaries = sorted(folder.glob("**/mindstudio_profiler_output/op_summary_*.csv")) or \
-        sorted(folder.glob("**/op_summary_*.csv"))
-    statistics = sorted(folder.glob("**/mindstudio_profiler_output/op_statistic_*.csv")) or \
-        sorted(folder.glob("**/op_statistic_*.csv"))
-    return summaries, statistics
+# File kinds of an msprof export, in the order a folder's timings are read from (first found wins).
+PROFILE_FILES = {
+    "op_summary": "op_summary_*.csv",
+    "kernel_details": "kernel_details*.csv",
+    "task_time": "task_time_*.csv",
+    "msprof_json": "msprof_*.json",
+    "op_statistic": "op_statistic_*.csv",
+    "fusion_op": "fusion_op_*.csv",
+}
+
+
+def find_profile_files(folder: Path) -> dict[str, list[Path]]:
+    """The msprof files under `folder` by kind (every slice; mindstudio_profiler_output/ preferred)."""
+    return {kind: sorted(folder.glob(f"**/mindstudio_profiler_output/{pattern}"))
+            or sorted(folder.glob(f"**/{pattern}")) for kind, pattern in PROFILE_FILES.items()}
+
+
+def read_task_time(path: str | os.PathLike[str]) -> list[OpRecord]:
+    """task_time rows (kernel, task type, start, duration) as records; it names no op type."""
+    path = Path(path)
+    header, rows = _rows(path)
+    for column in TASK_TIME_COLUMNS:
+        _column(header, path, (column,))
+    index = {name: i for i, name in enumerate(header)}
+    records = []
+    for line, row in rows:
+        where = f"{path}, line {line}"
+        if len(row) < len(header):
+            raise FuseLensError(f"{where}: {len(row)} cells, the header has {len(header)}")
+        name = _cell(row[index["kernel_name"]])
+        start = _number(row[index["task_start(us)"]], where, "task_start(us)")
+        duration = _number(row[index["task_time(us)"]], where, "task_time(us)")
+        if name is None or start is None or duration is None:
+            continue
+        device = _cell(row[index["Device_id"]]) if "Device_id" in index else None
+        records.append(OpRecord(line=line, name=name, op_type="", task_type=_cell(row[index["kernel_type"]]) or "",
+                                device=f"npu:{device or 0}", start_us=start, dur_us=duration, block_dim=None,
+                                input_shapes=(), infer_id=None))
+    return records
+
+
+def read_msprof_json(paths: list[Path]) -> list[OpRecord]:
+    """The device tasks of msprof's timeline (all slices): `ph: X` events of the "Ascend Hardware" process.
+
+    msprof writes a bare JSON array (no `traceEvents` wrapper, which is accepted too) and `ts` as a
+    string of microseconds, so no precision is lost on 1.7e12-us epochs.
+    """
+    events: list[dict] = []
+    for path in paths:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise FuseLensError(f"{path}: cannot read ({e.strerror})") from None
+        except UnicodeDecodeError:
+            raise FuseLensError(f"{path}: not UTF-8 text, so not an msprof timeline") from None
+        except json.JSONDecodeError as e:
+            raise FuseLensError(f"{path}, line {e.lineno}: not valid JSON ({e.msg})") from None
+        data = data.get("traceEvents") if isinstance(data, dict) else data
+        if not isinstance(data, list):
+            raise FuseLensError(f"{path}: not an msprof timeline (expected a JSON array of trace events)")
+        events += [e for e in data if isinstance(e, dict)]
+    hardware = {e.get("pid") for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
+                and isinstance(e.get("args"), dict) and e["args"].get("name") == HARDWARE_PROCESS}
+    records = []
+    for i, event in enumerate(events):
+        args = event.get("args") if isinstance(event.get("args"), dict) else {}
+        if event.get("ph") != "X" or not (event.get("pid") in hardware or (not hardware and "Task Type" in args)):
+            continue
+        where = f"{paths[0]}, event {i}"
+        start, duration = _number(str(event.get("ts")), where, "ts"), _number(str(event.get("dur")), where, "dur")
+        if start is None or duration is None or not event.get("name"):
+            continue
+        records.append(OpRecord(line=i, name=str(event["name"]), op_type="", task_type=str(args.get("Task Type", "")),
+                                device="npu:0", start_us=start, dur_us=duration, block_dim=None, input_shapes=(),
+                                infer_id=None))
+    return records
+
+
+@dataclass(frozen=True)
+class FusionOpRecord:
+    """One row of fusion_op: a fused op the toolchain built and the original ops it replaced."""
+
+    line: int
+    model: str
+    fusion_op: str
+    original_ops: tuple[str, ...]
+    memory_total_kb: float | None
+
+
+def read_fusion_op(path: str | os.PathLike[str]) -> list[FusionOpRecord]:
+    """fusion_op rows; `Original Ops` is `;`-separated (older exports used `,`)."""
+    path = Path(path)
+    header, rows = _rows(path)
+    for column in FUSION_OP_COLUMNS:
+        _column(header, path, (column,))
+    index = {name: i for i, name in enumerate(header)}
+    records = []
+    for line, row in rows:
+        where = f"{path}, line {line}"
+        if len(row) < len(header):
+            raise FuseLensError(f"{where}: {len(row)} cells, the header has {len(header)}")
+        fused = _cell(row[index["Fusion Op"]])
+        if fused is None:
+            raise FuseLensError(f"{where}: empty 'Fusion Op'")
+        originals = tuple(o.strip() for o in (_cell(row[index["Original Ops"]]) or "").replace(",", ";").split(";")
+                          if o.strip())
+        total = _number(row[index["Memory Total(KB)"]], where, "Memory Total(KB)") \
+            if "Memory Total(KB)" in index else None
+        model = _cell(row[index["Model Name"]]) if "Model Name" in index else None
+        records.append(FusionOpRecord(line, model or "", fused, originals, total))
+    return records
+
+
+def _records(kind: str, files: list[Path]) -> list[OpRecord]:
+    if kind == "task_time":
+        return [r for f in files for r in read_task_time(f)]
+    if kind == "msprof_json":
+        return read_msprof_json(files)
+    return [r for f in files for r in read_op_summary(f)]
+
+
+def _file_kind(path: Path) -> str:
+    for kind, pattern in PROFILE_FILES.items():
+        if path.match(pattern):
+            return kind
+    return "op_summary"
 
 
 def import_graph_run(path: str | os.PathLike[str], label: str = "imported", graph: Graph | None = None) -> GraphRun:
-    """One run from an op_summary file, an op_statistic file or a folder holding them."""
+    """One run from an msprof file (op_summary, kernel_details, task_time, msprof JSON, op_statistic) or a
+    folder holding them; a folder's timings come from the first kind present in PROFILE_FILES order."""
     path = Path(path)
     if not path.exists():
         raise FuseLensError(f"{path}: no such file or directory")
     if path.is_file():
-        if path.name.startswith("op_statistic"):
+        kind = _file_kind(path)
+        if kind == "fusion_op":
+            raise FuseLensError(f"{path}: fusion_op lists fused ops and their original ops, not timings; "
+                                "give the PROF_* folder (or op_summary) to import timings")
+        if kind == "op_statistic":
             return read_op_statistic(path, label)
-        return graph_run_from_records(label, read_op_summary(path), graph)
-    summaries, statistics = find_profile_files(path)
-    if summaries:
-        return graph_run_from_records(label, [r for f in summaries for r in read_op_summary(f)], graph)
-    if statistics:
-        return read_op_statistic(statistics[0], label)
-    raise FuseLensError(f"{path}: no op_summary_*.csv or op_statistic_*.csv inside "
-                        "(run `msprof --export=on --output=PROF_...` first)")
+        return graph_run_from_records(label, _records(kind, [path]), graph)
+    found = find_profile_files(path)
+    for kind in ("op_summary", "kernel_details", "task_time", "msprof_json"):
+        if found[kind]:
+            records = _records(kind, found[kind])
+            if records:
+                return graph_run_from_records(label, records, graph)
+    if found["op_statistic"]:
+        return read_op_statistic(found["op_statistic"][0], label)
+    raise FuseLensError(f"{path}: no op_summary_*.csv or op_statistic_*.csv inside (nor kernel_details.csv, "
+                        "task_time_*.csv or msprof_*.json); run `msprof --export=on --output=PROF_...` first")
 
 
 def import_profile(path: str | os.PathLike[str], graphs: dict[str, Graph] | None = None) -> RunResult:
