@@ -23,6 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_pass_selection_args(p)
     p.add_argument("-o", "--output", metavar="OUT.pb", help="write the fused GraphDef here (atomically)")
     p.add_argument("--report", metavar="R.json", help="write the JSON fuse report here")
+    p.add_argument("--ledger", metavar="F.json", help="write FuseLens's fusion ledger here, shaped like the "
+                                                      "toolchain's fusion_result.json")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run_fuse)
 
@@ -55,7 +57,7 @@ def run_fuse(args: argparse.Namespace) -> int:
     config = PassConfig.from_args(args)  # a bad option or rule file fails before the model loads
     model = load_model(args.model)
     protect = model.path if Path(model.path).exists() else None
-    for out in (args.output, args.report):  # refuse before any work or any write
+    for out in (args.output, args.report, args.ledger):  # refuse before any work or any write
         if out:
             check_output_path(out, protect=protect)
     pipeline = run_pipeline(model.graph, config)
@@ -65,10 +67,16 @@ def run_fuse(args: argparse.Namespace) -> int:
                            protect=protect)
     if args.report:
         write_json_atomic(args.report, report, protect=protect)
+    if args.ledger:
+        from core.ge.fusion_result import write_fusion_result
+        from passes.ledger import pipeline_ledger
+
+        write_fusion_result(args.ledger, [pipeline_ledger(pipeline)], protect=protect)
     if args.json:
         print_json(report)
     else:
         print(format_report(report))
-        if args.output:
-            print(f"wrote {args.output}", file=sys.stderr)
+        for written in (args.output, args.ledger):
+            if written:
+                print(f"wrote {written}", file=sys.stderr)
     return 0

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from cli import print_json
 from core.errors import FuseLensError
+from core.ge.dump import dump_summary, format_dump_summary, is_dump, load_dump
 from core.inspect import format_summary, summarize
 from core.io import write_bytes_atomic
 from core.loaders import load_model
@@ -14,8 +15,10 @@ from core.samples import SAMPLES, is_built, sample_path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("inspect", help="summarize a model: counts, op histogram, inputs, outputs, scopes")
-    p.add_argument("model", help="a model file or directory, or a sample name")
+    p = sub.add_parser("inspect", help="summarize a model or a GE graph dump: counts, op histogram, inputs, outputs, "
+                                       "scopes")
+    p.add_argument("model", help="a model file or directory, a sample name, or a GE dump (ge_proto_*.txt, "
+                                 "ge_onnx_*.pbtxt)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_inspect)
 
@@ -30,11 +33,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_inspect(args: argparse.Namespace) -> int:
-    summary = summarize(load_model(args.model).graph)
+    if is_dump(args.model):
+        summary = dump_summary(load_dump(args.model))
+        text = format_dump_summary
+    else:
+        summary, text = summarize(load_model(args.model).graph), format_summary
     if args.json:
         print_json(summary)
     else:
-        print(format_summary(summary))
+        print(text(summary))
     return 0
 
 

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli import print_json
+from cli.npu_cmd import add_check_args, check_report
 from cli.pass_args import add_pass_selection_args
+from core.io import check_output_path, write_json_atomic
 from core.loaders import LoadedModel, load_model
 from core.runtime.backends import BACKENDS
 from core.runtime.npu_script import MODES
@@ -45,8 +47,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="map kernels to the nodes of this model or of its fused graph, whichever "
                                    "fits the kernel names (as the window does)")
     add_pass_selection_args(p)
+    add_check_args(p)
     p.add_argument("--save", metavar="RUN.json", help="write the run file (the GUI opens it)")
-    p.add_argument("--json", action="store_true", help="print the imported result as JSON")
+    p.add_argument("--json", action="store_true", help="print the imported result as JSON (the run file; the "
+                                                       "predicted-vs-actual report is --check's)")
     p.set_defaults(func=run_import_profile)
 
     p = sub.add_parser("export-npu-script", help="write a script that runs original and fused on an Ascend host")
@@ -133,15 +137,30 @@ def run_run(args: argparse.Namespace) -> int:
 
 
 def run_import_profile(args: argparse.Namespace) -> int:
-    """The window's import: one profile lands on the graph (original or fused) its kernel names fit."""
+    """The window's import: one profile lands on the graph (original or fused) its kernel names fit; with a
+    model, the profile and whatever else came back (fusion_result.json, dumps) are set against the prediction."""
     from core.runtime.profile_import import import_run_file
+    from session.npu_check import format_check
 
-    if args.model:
-        model, pipeline = fuse_model(args)
-        result = import_run_file(args.path, model.graph, pipeline.fused)
-    else:
-        result = import_run_file(args.path)
-    return emit_result(result, args)
+    if not args.model:
+        return emit_result(import_run_file(args.path), args)
+    to_stdout = args.check == "-"
+    if args.check and not to_stdout:
+        check_output_path(args.check)
+    model, pipeline = fuse_model(args)
+    result = import_run_file(args.path, model.graph, pipeline.fused)
+    report = check_report(args, pipeline, result)
+    if args.check and not to_stdout:
+        write_json_atomic(args.check, report)
+    if to_stdout:
+        if args.save:
+            result.save(args.save)
+        print_json(report)
+        return 0
+    emit_result(result, args)
+    if not args.json:
+        print(format_check(report))
+    return 0
 
 
 def run_export_npu_script(args: argparse.Namespace) -> int:

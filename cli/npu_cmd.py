@@ -1,0 +1,174 @@
+"""`stages`, `diff` and `ledger`: reading what the NPU toolchain brought back (GE dumps, fusion_result.json).
+
+`import-profile --model` sets those records against FuseLens's prediction (cli/run_cmd.py calls
+`add_check_args` and `check_report` here), and `fuse --ledger` writes FuseLens's own ledger.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from cli import print_json
+from cli.pass_args import add_pass_selection_args
+from core.errors import FuseLensError
+from core.ge.diff import diff_graphs, format_diff
+from core.ge.fusion_result import FusionResult, LedgerRow, read_fusion_result
+from core.ge.open import open_graph
+from core.ge.stages import scan_dump_folder
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("stages", help="list the graphs and stages of a folder of GE graph dumps, in order")
+    p.add_argument("folder", help="the DUMP_GRAPH_PATH folder (or one pid_*_deviceid_* folder in it)")
+    p.add_argument("--no-load", action="store_true", help="list file names only; do not read the dumps")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_stages)
+
+    p = sub.add_parser("diff", help="nodes removed, added and changed between two graphs, grouped by pass")
+    p.add_argument("before", help="a model, a sample name, a GE dump file, or DIR:STAGE (a stage of a dump folder)")
+    p.add_argument("after", help="the same kinds as BEFORE")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_diff)
+
+    p = sub.add_parser("ledger", help="read a fusion_result.json; with --model, compare it with FuseLens's ledger")
+    p.add_argument("fusion_result", metavar="FUSION_RESULT.json", help="the toolchain's fusion_result.json")
+    p.add_argument("--model", help="compare with what FuseLens predicts for this model under the pass selection")
+    p.add_argument("--graph", metavar="KEY", help="the graph to compare (session_and_graph_id_S_G or S_G; "
+                                                  "default: the one with the most rewrites)")
+    add_pass_selection_args(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_ledger)
+
+
+# ---- stages ------------------------------------------------------------------------------------
+def run_stages(args: argparse.Namespace) -> int:
+    """Every stage in order; with loading, its node count, and each unreadable file as one error line."""
+    folder = scan_dump_folder(args.folder)
+    loads = {} if args.no_load else {id(load.stage): load for load in folder.load_all()}
+    errors = [load.error for load in loads.values() if load.error]
+    if args.json:
+        data = folder.to_json()
+        for timeline, t_json in zip(folder.timelines, data["timelines"]):
+            for stage, s_json in zip(timeline.stages, t_json["stages"]):
+                load = loads.get(id(stage))
+                if load is not None:
+                    s_json["nodes"] = len(load.dump.graph) if load.dump else None
+                    s_json["fused_nodes"] = sum(r.fused for r in load.dump.provenance().values()) if load.dump else None
+                    s_json["error"] = load.error
+        print_json(data)
+    else:
+        print(f"{folder.path}: {len(folder.stages())} stages in {len(folder.timelines)} graph"
+              f"{'s' if len(folder.timelines) != 1 else ''}")
+        for timeline in folder.timelines:
+            print(f"{timeline.label}:")
+            for stage in timeline.stages:
+                load = loads.get(id(stage))
+                facts = ""
+                if load is not None and load.dump is not None:
+                    fused = sum(r.fused for r in load.dump.provenance().values())
+                    facts = f"{len(load.dump.graph):6d} nodes" + (f", {fused} fused by the toolchain" if fused else "")
+                elif load is not None:
+                    facts = "  (not readable: see below)"
+                formats = "+".join(fmt.removeprefix("ge_") for fmt in stage.files)
+                print(f"  {stage.index:>8d}  {stage.label:48s} {formats:10s} {facts}")
+        for line in folder.skipped:
+            print(f"skipped: {line}", file=sys.stderr)
+    for error in errors:
+        print(f"fuselens: error: {error}", file=sys.stderr)
+    return 2 if errors else 0
+
+
+# ---- diff --------------------------------------------------------------------------------------
+def run_diff(args: argparse.Namespace) -> int:
+    before, before_label = open_graph(args.before)
+    after, after_label = open_graph(args.after)
+    diff = diff_graphs(before, after, before_label=before_label, after_label=after_label)
+    if args.json:
+        print_json(diff.to_json())
+    else:
+        print(format_diff(diff))
+    return 0
+
+
+# ---- ledger ------------------------------------------------------------------------------------
+def run_ledger(args: argparse.Namespace) -> int:
+    result = read_fusion_result(args.fusion_result)
+    if args.graph:
+        result.graph(args.graph)  # an unknown graph is an error before any fusion work
+    rows: list[LedgerRow] = []
+    chosen = None
+    if args.model:
+        from cli.run_cmd import fuse_model
+        from passes.ledger import compare_with_toolchain
+
+        chosen = result.graph(args.graph) if args.graph else result.busiest()
+        if chosen is None:
+            raise FuseLensError(f"{args.fusion_result}: holds no graph to compare with")
+        _, pipeline = fuse_model(args)
+        rows = compare_with_toolchain(pipeline, chosen)
+    if args.json:
+        data: dict[str, Any] = {"source": result.source, "form": result.form, "fusion_result": result.to_json()}
+        if chosen is not None:
+            data["comparison"] = {"model": args.model, "graph": chosen.key, "rows": [r.to_json() for r in rows]}
+        print_json(data)
+        return 0
+    print(format_ledger(result))
+    if chosen is not None:
+        print(format_comparison(args.model, chosen.key, rows))
+    return 0
+
+
+def format_ledger(result: FusionResult) -> str:
+    lines = [f"{result.source}: {len(result.graphs)} graph{'s' if len(result.graphs) != 1 else ''} "
+             f"({result.form} form)"]
+    for graph in result.graphs:
+        lines.append(f"{graph.key}: {len(graph.passes)} passes, {graph.total_effects()} rewrites")
+        for (section, name), count in graph.passes.items():
+            hits = f"  repository hits {count.repository_hit_times}" if count.repository_hit_times is not None else ""
+            lines.append(f"  {section:12s} {name:48s} match {count.match_times:4d}  "
+                         f"effect {count.effect_times:4d}{hits}")
+    return "\n".join(lines)
+
+
+def format_comparison(model: str, graph: str, rows: list[LedgerRow]) -> str:
+    def counts(c: Any) -> str:
+        return "-" if c is None else f"{c.match_times}/{c.effect_times}"
+
+    tally = {s: sum(r.status == s for r in rows) for s in ("agree", "disagree", "unverifiable", "not_modelled")}
+    lines = [f"FuseLens ({model}) vs {graph} (match/effect): " + ", ".join(f"{n} {s.replace('_', ' ')}"
+                                                                          for s, n in tally.items())]
+    for row in rows:
+        note = f"  {row.note}" if row.note and row.status != "not_modelled" else ""
+        lines.append(f"  {row.status.replace('_', ' '):13s} {row.name:44s} FuseLens {counts(row.predicted):7s} "
+                     f"toolchain {counts(row.actual):7s}{note}")
+    return "\n".join(lines)
+
+
+# ---- import-profile's predicted vs actual ----------------------------------------------------------
+def add_check_args(p: argparse.ArgumentParser) -> None:
+    """Options of `import-profile --model` for the predicted-vs-actual report."""
+    group = p.add_argument_group("predicted vs actual (with --model)")
+    group.add_argument("--fusion-result", metavar="F", help="the toolchain's fusion_result.json "
+                                                            "(default: one found under PATH)")
+    group.add_argument("--dumps", metavar="DIR", help="the GE graph dump folder (default: dumps found under PATH)")
+    group.add_argument("--stage", help="the dump stage to check against (default: the last stage of the graph "
+                                       "that matches the model)")
+    group.add_argument("--ledger-graph", metavar="KEY", help="the fusion_result.json graph to compare")
+    group.add_argument("--check", metavar="R.json", help="write the predicted-vs-actual report (JSON) here; "
+                                                          "`--check -` prints it instead of the run")
+
+
+def check_report(args: argparse.Namespace, pipeline: Any, result: Any) -> dict[str, Any]:
+    """The predicted-vs-actual report of an imported run (the run with fusion on, if both are there)."""
+    from pathlib import Path
+
+    from session.npu_check import check_prediction, gather_evidence
+
+    graphs = result.graphs
+    run = graphs.get("fused") or next(iter(graphs.values()), None)
+    folder = args.path if Path(args.path).is_dir() else None
+    evidence = gather_evidence(folder, run=run, fusion_result=args.fusion_result, dumps=args.dumps)
+    evidence.sources.setdefault("profile", str(args.path))
+    return check_prediction(pipeline, evidence, model=args.model, ledger_graph=args.ledger_graph, stage=args.stage)
