@@ -1,15 +1,25 @@
-"""ScopeLayerNormPass: TF1 / BERT `X/moments` + `X/batchnorm` -> one LayerNorm (general: always on)."""
+"""ScopeLayerNormPass: TF1 / BERT `X/moments` + `X/batchnorm` -> one LayerNorm (general: always on).
+
+Keras 3 `LayerNormalization` writes `X/moments` with the normalisation ops directly in `X` (no
+`X/batchnorm`). The toolchain's rule does not fuse that layout, and neither does this pass, but it
+says so: a near miss naming what differs from the pattern (resources/keras3_layer_norm.yaml is a
+user rule that fuses it).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from core.graph import Graph, TensorRef
+from passes.base import Match, NearMiss
 from passes.registry import register
-from passes.scope.features import NodeOpTypeFeature
+from passes.scope.features import NodeOpTypeFeature, ScopeContext
 from passes.scope.scope_pass import ScopeRulePass, moments_pair_rule
-from passes.scope.scope_tree import Scope
+from passes.scope.scope_tree import Scope, ScopeTree
+
+KERAS3_RULE_FILE = "resources/keras3_layer_norm.yaml"
 
 
 def _batchnorm_census(add_op: str) -> tuple[NodeOpTypeFeature, ...]:
@@ -31,6 +41,37 @@ class ScopeLayerNormPass(ScopeRulePass):
         skip_names=("while", "resblock"),
         unpaired_hint=" (a Keras BatchNormalization, not a LayerNorm)",
     )
+
+    def candidates(self, graph: Graph) -> Iterator[Match | NearMiss]:
+        found = []
+        for item in super().candidates(graph):
+            found.append(item)
+            yield item
+        paired = {m.bindings.get("moments") for m in found if isinstance(m, Match)}
+        yield from self._other_layouts(graph, paired)
+
+    def _other_layouts(self, graph: Graph, paired: set[str | None]) -> Iterator[NearMiss]:
+        """Near misses for X whose X/moments matches and whose Rsqrt sits directly in X, with no
+        sibling X/batchnorm (an unpaired batchnorm already has its own near miss)."""
+        moments = next(p for p in self.rule.patterns if p.sub_type == "moments")
+        context = ScopeContext(graph, {})
+        for scope in ScopeTree(graph).scopes.values():
+            parent = scope.parent
+            if (scope.last_name != "moments" or scope.name in paired or parent is None or not parent.name
+                    or any(c.last_name == "batchnorm" for c in parent.children.values())
+                    or not any(graph.op(n) == "Rsqrt" for n in parent.nodes)
+                    or moments.failures(scope, context)):
+                continue
+            inside = set(scope.all_nodes())
+            rest = Scope(parent.name, census=Counter(graph.op(n) for n in parent.all_nodes() if n not in inside))
+            differs = min(([r for f in _batchnorm_census(add) if (r := f.check(rest, context))]
+                           for add in ("AddV2", "Add")), key=len)
+            differ = f", and differ from the batchnorm pattern ({'; '.join(differs)})" if differs else ""
+            yield NearMiss(self.id, parent.name, tuple(parent.all_nodes()), (
+                "a LayerNorm laid out differently (Keras 3 LayerNormalization): its moments scope matches, but "
+                "the normalisation ops (Rsqrt, Mul, ...) sit directly in the layer's scope instead of a sibling "
+                f"batchnorm scope{differ}. The toolchain fuses only the TF1 / BERT layout; the user rule "
+                f"{KERAS3_RULE_FILE} fuses this one"))
 
     def fused_attrs(self, graph: Graph, group: tuple[Scope, ...], inputs: Sequence[TensorRef]) -> dict[str, Any]:
         """begin_norm_axis = the first reduction axis of moments/mean, as the graph writes it;
