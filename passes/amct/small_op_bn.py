@@ -80,7 +80,9 @@ class SmallOpBatchnormFusionPass(AmctPass):
                 continue  # nothing BatchNorm-like ends here
             nodes = tuple(result.bindings[r] for r in OP_ROLES if r in result.bindings)
             nodes += tuple(n for n in result.nodes if n not in nodes)  # where a failed match stopped
-            reason = result.reason or self._refusal(graph, result.bindings)
+            # computed statistics first: a LayerNorm is not "a BatchNorm that needs Sub"
+            reason = self._computed_statistics(graph, result.bindings) or result.reason \
+                or self._refusal(graph, result.bindings)
             if reason:
                 yield NearMiss(self.id, node.name, nodes, reason)
                 continue
@@ -106,11 +108,15 @@ class SmallOpBatchnormFusionPass(AmctPass):
                 best = (variant, result)
         return best
 
-    def _refusal(self, graph: Graph, b: dict[str, str]) -> str | None:
+    def _computed_statistics(self, graph: Graph, b: dict[str, str]) -> str | None:
+        """Whether a parameter bound so far (also by a failed match) is computed, not a constant."""
         for role in CONSTANTS:
             if role in b and not self.is_constant(graph, b[role]):
                 return (f"the BatchNorm {role} {b[role]} ({graph.op(b[role])}) is not a constant: this normalises "
                         "with computed statistics (e.g. a LayerNorm), not an inference BatchNorm")
+        return None
+
+    def _refusal(self, graph: Graph, b: dict[str, str]) -> str | None:
         x = graph.inputs(b["mul_x"])[0]
         shape = graph.output_shape(x.node, x.port)
         if shape is None or len(shape) != 4:
