@@ -209,7 +209,13 @@ def ge_onnx_text(ops: Sequence[GeOp], graph_name: str = "ge_default", *, level: 
                           kinds(name=f"{direction}_desc_shape:{k}", type=kinds.INTS, ints=list(dims)),
                           kinds(name=f"{direction}_desc_layout:{k}", type=kinds.STRING, s=b"ND")]
         for key, value in op.attrs.items():
-            if isinstance(value, np.ndarray):
+            if isinstance(value, np.ndarray):  # a weight: its description, and its bytes at level 1 only
+                attrs += [kinds(name=f"{key}_desc_dtype", type=kinds.STRING,
+                                s=_ge_dtype(proto.tf_dtype(value.dtype)).encode()),
+                          kinds(name=f"{key}_desc_shape", type=kinds.INTS, ints=list(value.shape)),
+                          kinds(name=f"{key}_desc_layout", type=kinds.STRING, s=b"ND")]
+                if level == 1:
+                    attrs.append(kinds(name=f"{key}_data", type=kinds.STRING, s=value.tobytes()))
                 continue
             if isinstance(value, str) or (isinstance(value, list) and value and isinstance(value[0], str)):
                 if level != 1:

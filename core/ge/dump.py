@@ -104,12 +104,22 @@ def sniff_format(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def load_dump(path: str | os.PathLike[str], format: str | None = None) -> GeDump:
-    """One dump file as a GeDump; FuseLensError naming the file (and line) when it cannot be."""
+def load_dump(path: str | os.PathLike[str], format: str | None = None, *, weights: bool = False) -> GeDump:
+    """One dump file as a GeDump; FuseLensError naming the file (and line) when it cannot be.
+
+    Weight payloads (DUMP_GE_GRAPH=1) are skipped unless `weights`: they make up nearly all of such
+    a file (290 MB of escaped text for ResNet50) and protobuf's pure-Python text parser takes about
+    half a minute over them, while nothing about fusion needs them.
+    """
     path = Path(path)
     kind = format or sniff_format(path) or (GE_ONNX if path.suffix == ".pbtxt" else GE_PROTO)
     text = _read_text(path)
     notes: list[str] = []
+    dropped = 0
+    if not weights:
+        text, dropped, size = drop_weight_payloads(text, kind)
+        if dropped:
+            notes.append(f"the values of {dropped} weights ({size / 1e6:.1f} MB of text) were not read")
     if kind == GE_ONNX:
         model = _parse(text, onnx_model_class()(), path, notes)
         name = model.graph.name
@@ -126,7 +136,35 @@ def load_dump(path: str | os.PathLike[str], format: str | None = None) -> GeDump
             graphs[graph.name if i else name] = _graph([_parts(ge_op_parts, op, path, where) for op in graph.op],
                                                        text, path, where)
     root = graphs.pop(name) if name in graphs else next(iter(graphs.values()))
-    return GeDump(str(path), kind, name, root, graphs, _with_weights(root), tuple(notes))
+    return GeDump(str(path), kind, name, root, graphs, bool(dropped) or _with_weights(root), tuple(notes))
+
+
+def drop_weight_payloads(text: str, kind: str, *, longer_than: int = 1024) -> tuple[str, int, int]:
+    """The text with long weight strings emptied: ge_proto's TensorDef `data:` / AttrDef `bt:` lines, and
+    ge_onnx's `s:` line of an attribute named `*_data`. Text format escapes newlines, so a payload is one
+    line and the line count (and every error's line number) stays the same.
+    Returns (text, payloads emptied, characters dropped)."""
+    keys = ("data", "bt") if kind == GE_PROTO else ("s",)
+    spans = []
+    for key in keys:  # str.find, not a regex: ten times faster over hundreds of MB
+        marker = f'{key}: "'
+        at = text.find(marker)
+        while at >= 0:
+            line_start = text.rfind("\n", 0, at) + 1
+            value = at + len(marker)
+            end = text.find("\n", value)
+            end = len(text) if end < 0 else end
+            if end - value > longer_than and not text[line_start:at].strip(" \t"):
+                spans.append((value, end))
+            at = text.find(marker, end)
+    pieces, dropped, size, pos = [], 0, 0, 0
+    for value, end in sorted(spans):
+        if kind == GE_ONNX and not re.search(r'name: "[^"\n]*_data[^"\n]*"\s*$', text[max(0, value - 300):value - 4]):
+            continue
+        pieces += [text[pos:value], '"']
+        dropped, size, pos = dropped + 1, size + end - value, end
+    pieces.append(text[pos:])
+    return "".join(pieces), dropped, size
 
 
 def _parts(convert: Any, message: Any, path: Path, where: str) -> NodeParts:

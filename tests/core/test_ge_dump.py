@@ -83,17 +83,24 @@ def test_control_edges_unconnected_inputs_ports_and_attribute_kinds(tmp_path):
     assert g.attr("split", "names") == ["a", "b"] and g.attr("split", "axes") == [0, 1]
 
 
-def test_weights_are_kept_at_level_1_and_weights_free_dumps_load(tmp_path):
-    weights = np.arange(6, dtype=np.float32).reshape(2, 3)
+def test_weights_are_read_on_request_skipped_by_default_and_weights_free_dumps_load(tmp_path):
+    weights = np.arange(4096, dtype=np.float32).reshape(64, 64)
     f32 = proto.AttrValue(type=proto.DT_FLOAT)
-    shape = proto.AttrValue(shape=proto.shape_proto((4, 2)))
+    shape = proto.AttrValue(shape=proto.shape_proto((4, 64)))
     graph = Graph.from_nodes([make_node("Placeholder", "x", attrs={"dtype": f32, "shape": shape}),
                               make_const("w", weights), make_node("MatMul", "mm", ["x", "w"], {"T": f32})])
-    full = load_dump(write(tmp_path, GE_PROTO, ge_ops(graph), level=1))
-    assert full.with_weights and np.array_equal(full.graph.attr("w", "value"), weights)
+    for fmt in (GE_PROTO, GE_ONNX):
+        path = write(tmp_path, fmt, ge_ops(graph), level=1)
+        skipped = load_dump(path)
+        assert skipped.with_weights and "the values of 1 weights" in skipped.notes[0]
+        assert skipped.graph.inputs("mm")[1].node == "w"
+        if fmt == GE_PROTO:
+            assert np.array_equal(load_dump(path, weights=True).graph.attr("w", "value"), weights)
+            assert load_dump(path).graph.attr("w", "value").size == 0  # the description stays, the bytes do not
+        else:
+            assert len(load_dump(path, weights=True).graph.attr("w", "value_data")) > 4096
     bare = load_dump(write(tmp_path, GE_PROTO, ge_ops(graph), stage="NoWeights", level=2))
-    assert not bare.with_weights and "value" not in bare.graph.node("w").attr
-    assert bare.graph.inputs("mm")[1].node == "w"
+    assert not bare.with_weights and "value" not in bare.graph.node("w").attr and not bare.notes
 
 
 def test_subgraphs_are_listed(tmp_path):
