@@ -28,6 +28,7 @@ DESC_ATTRS = {  # the attributes a tensor description turns into, per direction
     "input": ("_input_shapes", "_input_dtypes", "_input_layouts"),
     "output": (OUTPUT_SHAPES_ATTR, "_output_dtypes", "_output_layouts"),
 }
+CONST_TYPES = frozenset({"Const", "Constant"})
 UNCONNECTED_ATTR = "_unconnected_inputs"  # slots GE left empty (""), which a TF input list cannot hold
 _ONNX_DESC = re.compile(r"^(input|output)_desc_(.+?):(\d+)$")
 _ONNX_DESC_JSON = re.compile(r"^(input|output)_desc_(\d+)$")
@@ -92,20 +93,30 @@ def shape_proto(dims: Iterable[int] | None) -> proto.TensorShapeProto:
 
 
 def tensor_proto(dtype_name: str, dims: Iterable[int], data: bytes) -> proto.TensorProto:
-    """A GE weight as a TF tensor; the bytes are kept only when they fit the dtype and shape."""
+    """A GE weight as a TF tensor that numpy can always read.
+
+    Bytes that fit the dtype and shape give the real tensor; bytes of a dtype numpy lacks (hifloat8)
+    stay as raw uint8; a weight the dump does not carry (DUMP_GE_GRAPH=2, or skipped) is an empty
+    tensor, so whoever shows constants shows "no values" rather than failing or inventing zeros.
+    """
     dims = list(dims)
     tensor = proto.TensorProto(dtype=tf_dtype(dtype_name))
-    tensor.tensor_shape.CopyFrom(shape_proto(dims))
-    if data and tensor.dtype != types_pb2.DT_INVALID:
-        try:
-            itemsize = proto.np_dtype(tensor.dtype).itemsize
-        except ValueError:
-            return tensor
-        count = 1
-        for d in dims:
-            count *= max(d, 0)
-        if count * itemsize == len(data):
-            tensor.tensor_content = data
+    try:
+        itemsize = proto.np_dtype(tensor.dtype).itemsize
+    except ValueError:
+        tensor.dtype, itemsize = types_pb2.DT_UINT8, 0
+    count = 1
+    for d in dims:
+        count *= max(d, 0)
+    if data and itemsize and count * itemsize == len(data):
+        tensor.tensor_shape.CopyFrom(shape_proto(dims))
+        tensor.tensor_content = data
+    elif data:
+        tensor.dtype = types_pb2.DT_UINT8
+        tensor.tensor_shape.CopyFrom(proto.shape_proto([len(data)]))
+        tensor.tensor_content = data
+    else:
+        tensor.tensor_shape.CopyFrom(proto.shape_proto([0]))
     return tensor
 
 
@@ -137,6 +148,9 @@ def node_def(parts: NodeParts) -> proto.NodeDef:
     node.input.extend(data + list(dict.fromkeys(control)))
     for key, value in parts.attrs.items():
         node.attr[key].CopyFrom(value)
+    if parts.op in CONST_TYPES and "value" not in node.attr:  # weights-free dumps: an empty, readable value
+        dtype = parts.outputs_desc[0].dtype if parts.outputs_desc else "DT_FLOAT"
+        node.attr["value"].tensor.CopyFrom(tensor_proto(dtype, (), b""))
     if unconnected:
         node.attr[UNCONNECTED_ATTR].list.i.extend(unconnected)
     for direction, descs in (("input", parts.inputs_desc), ("output", parts.outputs_desc)):
@@ -323,6 +337,11 @@ def onnx_node_parts(node: Any) -> NodeParts:
             descs[found.group(1)][int(found.group(2))] = _json_desc(attribute.s, node.name, name)
         else:
             attrs[name] = onnx_attr(attribute, node.name)
+    for key in [k for k in attrs if k.endswith("_data") and f"{k[:-5]}_desc_dtype" in attrs]:
+        base = key[:-5]  # a weight at DUMP_GE_GRAPH=1: value_desc_dtype, value_desc_shape, value_data
+        shape = list(attrs[f"{base}_desc_shape"].list.i) if f"{base}_desc_shape" in attrs else []
+        attrs[base] = proto.AttrValue(tensor=tensor_proto(attrs[f"{base}_desc_dtype"].s.decode(), shape,
+                                                          attrs.pop(key).s))
     ordered = {d: [descs[d].get(i, TensorDesc()) for i in range(max(counts[d], max(descs[d], default=-1) + 1))]
                for d in descs}
     return NodeParts(node.name, op, list(node.input), attrs, ordered["input"], ordered["output"])

@@ -26,6 +26,7 @@ from google.protobuf import text_format
 from core import proto
 from core.errors import FuseLensError
 from core.ge.convert import (
+    CONST_TYPES,
     ConvertError,
     NodeParts,
     dtype_label,
@@ -42,7 +43,6 @@ GE_PROTO = "ge_proto"
 GE_ONNX = "ge_onnx"
 FORMATS = (GE_PROTO, GE_ONNX)
 SCHEMA = Path(__file__).with_name("ge_ir.proto")
-CONST_TYPES = frozenset({"Const", "Constant"})
 _ATTR_MESSAGES = ("ge.proto.AttrDef", "onnx.AttributeProto")  # an unknown field here = an unknown attribute kind
 _UNKNOWN_FIELD = re.compile(r'Message type "([\w.]+)" has no field named "(\w+)"')
 _UNKNOWN_ATTR_TYPE = re.compile(r'Enum type "(onnx\.AttributeProto)\.AttributeType" has no value named (\w+)')
@@ -238,7 +238,7 @@ def _line_of(text: str, quoted: str, node: str) -> str:
 
 def _with_weights(graph: Graph) -> bool:
     def has_value(node: proto.NodeDef) -> bool:
-        return ("value" in node.attr and bool(node.attr["value"].tensor.tensor_content)) or "value_data" in node.attr
+        return "value" in node.attr and bool(node.attr["value"].tensor.tensor_content)
 
     return any(has_value(node) for node in graph if node.op in CONST_TYPES)
 
