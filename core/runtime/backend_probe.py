@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 from core.runtime.backends import BACKENDS, BackendStatus
-from core.runtime.runner import ROOT
+from core.runtime.childproc import ROOT
 
 _PROBE = ("import json; from core.runtime.backends import detect_backends; "
           "print(json.dumps([s.to_json() for s in detect_backends()]))")

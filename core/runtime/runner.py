@@ -9,18 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,15 +23,12 @@ from core.errors import FuseLensError
 from core.execute import random_feeds, resolve_input_shape
 from core.graph import Graph
 from core.runtime.backends import BACKENDS
+from core.runtime.childproc import ChildProcess
 from core.runtime.compare import compare_outputs, pair_outputs
 from core.runtime.result import RunResult
 from core.runtime.switch_file import PassChoice
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-STDERR_TAIL_LINES = 3
-KILL_WAIT_S = 5.0
 # TensorFlow's informational start-up lines, left out of the "last output" of a dead child.
-_TF_CHATTER = re.compile(r"^(?:[IW]\d{4} |WARNING: All log messages|To enable the following instructions)")
 
 
 @dataclass(frozen=True)
@@ -168,7 +158,7 @@ class RunHandle:
         self._cancel = threading.Event()
         self._result: RunResult | None = None
         self._error: FuseLensError | None = None
-        self._process: subprocess.Popen[bytes] | None = None
+        self._child: ChildProcess | None = None
         self._started = time.monotonic()
         job, pairs = prepare_job(request)
         self._thread = threading.Thread(target=self._work, args=(job, pairs), name="fuselens-run", daemon=True)
@@ -183,7 +173,7 @@ class RunHandle:
 
     @property
     def pid(self) -> int | None:
-        return self._process.pid if self._process else None
+        return self._child.pid if self._child else None
 
     def result(self, timeout: float | None = None) -> RunResult:
         """Wait for the run; raises FuseLensError if it failed, TimeoutError if still running after `timeout`."""
@@ -206,46 +196,34 @@ class RunHandle:
             self._error = FuseLensError(f"the run failed: {type(e).__name__}: {e}")
 
     def _talk_to_child(self, job: dict[str, Any]) -> dict[str, Any]:
-        ours, theirs = socket.socketpair()
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
-                   PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-        with tempfile.TemporaryFile() as stderr:
-            try:
-                self._process = subprocess.Popen(
-                    [sys.executable, "-m", "core.runtime.child", str(theirs.fileno())],
-                    pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                    stderr=stderr, env=env, cwd=str(ROOT))
-            finally:
-                theirs.close()
-            conn = Connection(ours.detach())
-            try:
-                with contextlib.suppress(OSError):  # a child that died before reading: its exit status says why
-                    conn.send(job)
-                return self._receive(conn, stderr)
-            finally:
-                conn.close()
-                self._stop_child()
+        self._child = child = ChildProcess("core.runtime.child")
+        try:
+            with contextlib.suppress(OSError):  # a child that died before reading: its exit status says why
+                child.conn.send(job)
+            return self._receive(child.conn)
+        finally:
+            child.stop()
 
-    def _receive(self, conn: Connection, stderr: Any) -> dict[str, Any]:
+    def _receive(self, conn: Connection) -> dict[str, Any]:
         timeout = self.request.timeout
         deadline = self._started + timeout if timeout else None
         while True:
             if self._cancel.is_set():
-                self._stop_child()
+                self._child.stop()
                 raise FuseLensError(f"run cancelled{self._where()}; the child process was stopped")
             wait = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
             if wait <= 0:
-                self._stop_child()
+                self._child.stop()
                 raise FuseLensError(f"run timed out after {timeout:g} s{self._where()}; "
                                     f"the child process was stopped")
             try:
                 ready = conn.poll(wait)
                 message = conn.recv() if ready else None
             except (EOFError, OSError):
-                raise FuseLensError(self._death_message(stderr)) from None
+                raise FuseLensError(self._death_message()) from None
             if message is None:
-                if self._process.poll() is not None and not conn.poll(0):
-                    raise FuseLensError(self._death_message(stderr))
+                if not self._child.alive() and not conn.poll(0):
+                    raise FuseLensError(self._death_message())
                 continue
             kind, body = message
             if kind == "progress":
@@ -260,27 +238,8 @@ class RunHandle:
     def _where(self) -> str:
         return f" (at {self.progress})" if self.progress else ""
 
-    def _death_message(self, stderr: Any) -> str:
-        try:
-            code = self._process.wait(KILL_WAIT_S)
-        except subprocess.TimeoutExpired:
-            code = None
-        if code is not None and code < 0:
-            name = signal.Signals(-code).name
-            how = f"died from signal {name}" + (" (killed: out of memory?)" if name == "SIGKILL" else "")
-        else:
-            how = f"exited with code {code} without a result"
-        stderr.seek(0)
-        lines = [ln for ln in stderr.read().decode("utf-8", "replace").splitlines()
-                 if ln.strip() and not _TF_CHATTER.match(ln)]
-        tail = " | ".join(lines[-STDERR_TAIL_LINES:])
-        return f"the run's child process {how}{self._where()}" + (f"; its last output: {tail[:400]}" if tail else "")
-
-    def _stop_child(self) -> None:
-        process = self._process
-        if process is not None and process.poll() is None:
-            process.kill()
-            process.wait(KILL_WAIT_S)
+    def _death_message(self) -> str:
+        return f"the run's child process {self._child.death_reason()}{self._where()}"
 
     def _build_result(self, payload: dict[str, Any], pairs: list[tuple[str, str]]) -> RunResult:
         request = self.request
