@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from cli import print_json
 from cli.npu_cmd import add_check_args, check_report
 from cli.pass_args import add_pass_selection_args
+from core.errors import FuseLensError
 from core.io import check_output_path, write_json_atomic
 from core.loaders import LoadedModel, load_model
 from core.runtime.backends import BACKENDS
@@ -143,6 +144,11 @@ def run_import_profile(args: argparse.Namespace) -> int:
     from session.npu_check import format_check
 
     if not args.model:
+        given = [o for o, v in (("--check", args.check), ("--fusion-result", args.fusion_result),
+                                ("--dumps", args.dumps), ("--stage", args.stage), ("--ledger-graph", args.ledger_graph))
+                 if v]
+        if given:
+            raise FuseLensError(f"{', '.join(given)}: set the NPU's records against a prediction; give --model too")
         return emit_result(import_run_file(args.path), args)
     to_stdout = args.check == "-"
     if args.check and not to_stdout:

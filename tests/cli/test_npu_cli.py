@@ -163,6 +163,7 @@ def test_a_toolchain_fusion_fuselens_did_not_predict_is_listed(tmp_path, capsys,
      "{tmp}/ge_proto_00000000_graph_0_Broken.txt, line 1, column 20: not a readable ge.proto.ModelDef text dump "
      "(Expected string but found: '')"),
     (["ledger", "{tmp}/empty.json", "--model", "demo", "--graph", "9_9"], "{tmp}/empty.json: no graph '9_9'"),
+    (["import-profile", "{tmp}", "--check", "-"], "--check: set the NPU's records against a prediction"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
     (tmp_path / "neither.json").write_text('{"passes": {}}')
