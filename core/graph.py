@@ -130,6 +130,14 @@ class Graph:
         if validate:
             self.validate(duplicates)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its bytes plus any shapes already known (the window's TensorFlow helper sends graphs)."""
+        return _unpickle_graph, (self.graph_def.SerializeToString(), self.source, self._shapes, self._info)
+
+    def adopt_shapes(self, shapes: dict[tuple[str, int], tuple[int | None, ...] | None]) -> None:
+        """Take output shapes computed elsewhere (another process's `ensure_shapes()` of this graph)."""
+        self._shapes = dict(shapes)
+
     # ---- construction -------------------------------------------------------------------
     @classmethod
     def from_bytes(cls, data: bytes, *, source: str = "<bytes>", validate: bool = True) -> Graph:
@@ -430,6 +438,12 @@ class Graph:
             problems.append("the graph has a cycle outside a TensorFlow while loop")
         if problems:
             raise FuseLensError(f"{self.source}: " + "; ".join(problems))
+
+
+def _unpickle_graph(data: bytes, source: str, shapes: Any, info: Any) -> Graph:
+    graph = Graph.from_bytes(data, source=source, validate=False)
+    graph._shapes, graph._info = shapes, info
+    return graph
 
 
 def attr_value(value: proto.AttrValue) -> Any:

@@ -3,8 +3,9 @@
 Passes and matches | before and after panes | properties, plus a bottom dock area. The state
 that matters (model, PassConfig, pipeline, collapsed scopes, last run, stage) lives in the
 Qt-free `Session`; the window turns its jobs into workers and its changes into views. It holds
-no fusion logic. Work that uses TensorFlow (fusion, shape inference) runs in ONE worker slot,
-so two TensorFlow graph imports never overlap in this process.
+no fusion logic. Work that uses TensorFlow (fusion, shape inference, SavedModel and Keras
+loading) goes to the TensorFlow helper process, fusion and shapes through ONE worker slot so
+they never overlap; TensorFlow itself is never imported here.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.layout import SCOPE_PREFIX, LayoutCache, default_cache
-from core.loaders import LoadedModel, load_model
+from core.loaders import LoadedModel
 from gui.actions import make_action
 from gui.dialogs import MODEL_FILTER, RecentFiles, SamplesDialog, save_dialog, show_error
 from gui.match_list import MatchList
@@ -35,10 +36,11 @@ from gui.properties import FusedBodyDialog, PropertiesPanel
 from gui.run_panel import install_run_panel
 from gui.search import SearchHits, search_box
 from gui.selection import Selection, SelectionModel
-from gui.workers import WorkerPool, WorkIndicator, freeze_long_lived_objects
+from gui.workers import WorkerPool, WorkIndicator
 from passes.config import PassConfig
 from passes.registry import PipelineResult
 from session import SIDES, FusionJob, Session, Stage
+from session.tensorflow_helper import TensorFlowHelper, shared_helper
 
 TF_SLOT = "tf"  # the one worker slot for work that uses TensorFlow
 
@@ -46,7 +48,7 @@ class MainWindow(QMainWindow):
     layout_done = Signal(str)  # side: a pane shows a new layout
 
     def __init__(self, *, settings: QSettings | None = None, layout_cache: LayoutCache | None = None,
-                 config: PassConfig | None = None):
+                 config: PassConfig | None = None, tensorflow: TensorFlowHelper | None = None):
         super().__init__()
         self.setWindowTitle("FuseLens")
         self.resize(1500, 900)
@@ -54,6 +56,8 @@ class MainWindow(QMainWindow):
         self.recent = RecentFiles(settings if settings is not None else QSettings("FuseLens", "FuseLens"))
         self.layout_cache = layout_cache if layout_cache is not None else default_cache()
         self.session = Session(config)
+        self.tensorflow = tensorflow or shared_helper()  # TensorFlow never runs in the window's own process
+        self.tensorflow.start()
         self.workers = WorkerPool(self)
         self.selection = SelectionModel(self)
 
@@ -197,7 +201,6 @@ class MainWindow(QMainWindow):
         pipeline = self.session.pipeline
         if pipeline is None:
             return
-        freeze_long_lived_objects()
         self.selection.set_provenance(pipeline.provenance)
         self.match_list.set_results(pipeline.results)
         self.pass_panel.set_counts(pipeline.results)
@@ -212,7 +215,7 @@ class MainWindow(QMainWindow):
     def open_model(self, spec: str) -> None:
         self.statusBar().showMessage(f"Loading {spec}…")
         self.session.start_loading()
-        self.workers.start("load", f"loading {spec}", lambda progress, cancelled: load_model(spec),
+        self.workers.start("load", f"loading {spec}", partial(self.tensorflow.load, spec),
                            on_finished=lambda model: self._on_loaded(spec, model),
                            on_error=lambda text: self._load_failed("Cannot open model", text),
                            on_cancelled=self.session.load_failed)
@@ -266,7 +269,8 @@ class MainWindow(QMainWindow):
             self._run_job(job)
 
     def _run_job(self, job: FusionJob) -> None:
-        self.workers.start(TF_SLOT, "fusion", job.fuse, on_finished=lambda pipeline: self._on_fused(job, pipeline),
+        fuse = partial(self.tensorflow.fuse, job)
+        self.workers.start(TF_SLOT, "fusion", fuse, on_finished=lambda pipeline: self._on_fused(job, pipeline),
                            on_error=lambda text: self._job_failed(job, "Fusion failed", text),
                            on_cancelled=lambda: self.session.job_failed(job),
                            on_progress=self.statusBar().showMessage)
@@ -274,7 +278,7 @@ class MainWindow(QMainWindow):
     def _on_fused(self, job: FusionJob, pipeline: PipelineResult) -> None:
         if not self.session.fusion_done(job, pipeline):
             return  # superseded by a newer configuration or model
-        shapes = partial(job.infer_shapes, fused=pipeline.fused)
+        shapes = partial(self.tensorflow.infer_shapes, [pipeline.original, pipeline.fused])
         self.workers.start(TF_SLOT, "shape inference", shapes, on_finished=lambda _: self._on_shapes(job),
                            on_error=lambda text: self._job_failed(job, "Shape inference failed", text),
                            on_cancelled=lambda: self.session.job_failed(job),

@@ -7,9 +7,7 @@ queued to the GUI thread, so slots never run concurrently with the widgets.
 
 from __future__ import annotations
 
-import gc
 import logging
-import sys
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -22,22 +20,6 @@ from core.errors import Cancelled, FuseLensError
 log = logging.getLogger(__name__)
 
 Task = Callable[[Callable[[str], None], Callable[[], bool]], Any]
-
-
-_frozen = False
-
-
-def freeze_long_lived_objects() -> None:
-    """Move everything alive now (TensorFlow's modules, once a pass imported them) out of the GC's view.
-
-    A full collection over TensorFlow's millions of objects takes 100-200 ms and holds the GIL,
-    freezing the window whichever thread triggers it. Done once: cyclic garbage that exists at
-    that moment is never collected, which is bounded and small.
-    """
-    global _frozen
-    if not _frozen and "tensorflow" in sys.modules:
-        gc.freeze()
-        _frozen = True
 
 
 class WorkerSignals(QObject):

@@ -87,6 +87,13 @@ class PassConfig:
             skips += read_skip_file(args.skip_file)
         return config.with_skipped(skips) if skips else config
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without its catalog: user rule classes are made at run time and rebuilt on demand."""
+        return {k: v for k, v in self.__dict__.items() if k != "_catalog"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
     # ---- the catalog this configuration sees ---------------------------------------------------
     @cached_property
     def _catalog(self) -> list[type[FusionPass]]:

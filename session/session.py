@@ -9,7 +9,6 @@ ends listen with `subscribe` and run the jobs wherever they like (the window: on
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -40,8 +39,8 @@ class Stage(str, Enum):
 class FusionJob:
     """One fusion to run: this graph with this configuration; `number` tells stale results apart.
 
-    `fuse` and then `infer_shapes` are the job's work, in the `(progress, cancelled)` form a
-    front end's worker calls; both may import TensorFlow, so a front end runs them one at a time.
+    `fuse` is the job's work, in the `(progress, cancelled)` form a worker calls; it may import
+    TensorFlow (the window runs it in its TensorFlow helper process).
     """
 
     number: int
@@ -51,15 +50,6 @@ class FusionJob:
     def fuse(self, progress: Callable[[str], None], cancelled: Callable[[], bool]) -> PipelineResult:
         return run_pipeline(self.graph, self.config, cancelled=cancelled,
                             progress=lambda pass_id, i, n: progress(f"fusing: {pass_id} ({i + 1}/{n})"))
-
-    def infer_shapes(self, progress: Callable[[str], None], cancelled: Callable[[], bool],
-                     fused: Graph | None = None) -> None:
-        """Tensor shapes of the original and the fused graph, for edge labels (none where TF refuses)."""
-        progress("inferring tensor shapes for the edge labels")
-        for graph in (self.graph, fused):
-            if graph is not None and not cancelled():
-                with contextlib.suppress(FuseLensError):
-                    graph.ensure_shapes()
 
 
 Listener = Callable[[str], None]  # called with what changed: "model", "config", "pipeline", "stage", "run", ...

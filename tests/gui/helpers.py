@@ -39,11 +39,11 @@ class ToyDropActivation(FusionPass):
         return Rewrite(self.id, match.index, removed=(relu,), modified=(producer,))
 
 
-def make_window(qtbot, tmp_path, layout_cache, config=None):
+def make_window(qtbot, tmp_path, layout_cache, config=None, tensorflow=None):
     from gui.main_window import MainWindow  # after the QApplication exists
 
     settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-    window = MainWindow(settings=settings, layout_cache=layout_cache, config=config)
+    window = MainWindow(settings=settings, layout_cache=layout_cache, config=config, tensorflow=tensorflow)
     qtbot.addWidget(window)
     window.resize(1400, 860)
     window.show()

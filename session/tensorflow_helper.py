@@ -1,0 +1,225 @@
+"""The window's TensorFlow work in one long-lived helper process, never in the window's own.
+
+Fusion (AutoFuse and scope fusion build library functions with TensorFlow), shape inference,
+SavedModel / Keras loading and the first build of a cached Keras sample import TensorFlow;
+a TensorFlow abort or segfault there would close the window with the user's work. Here they
+run in `python -m session.tensorflow_helper FD`, started in the background when the window
+opens. If it dies, the call that was waiting gets one worded line, the window keeps what it
+shows, and the next call starts a new helper.
+
+Requests go one at a time (a lock) as (number, kind, payload); replies are (number, "progress",
+text), (number, "error", text) or (number, "done", value), and a reply to an older request (the
+start-up import, a cancelled call) is ignored. Values travel pickled (graphs as their bytes,
+see `Graph.__reduce__`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from core.errors import Cancelled, FuseLensError
+from core.graph import Graph
+from core.loaders import LoadedModel, detect_format, load_model
+from core.runtime.childproc import ChildProcess
+from core.samples import SAMPLES, is_built
+from passes.registry import PipelineResult, catalog, register
+from session.session import FusionJob
+
+MODULE = "session.tensorflow_helper"
+TENSORFLOW_FORMATS = frozenset({"savedmodel", "keras", "h5"})
+CANCEL_GRACE_S = 3.0  # a cancelled request may finish this long (its result is dropped) before the helper is killed
+# Test hook: "SIGNAL@KIND" (e.g. "SIGKILL@fuse") makes the helper kill itself on receiving a KIND request.
+FAULT_ENV = "FUSELENS_HELPER_FAULT"
+
+Progress = Callable[[str], None]
+IsCancelled = Callable[[], bool]
+
+
+def needs_tensorflow(spec: str) -> bool:
+    """Whether loading `spec` imports TensorFlow (SavedModel, Keras, a Keras sample not built yet)."""
+    if spec in SAMPLES and not Path(spec).exists():
+        return SAMPLES[spec].cached and not is_built(spec)
+    try:
+        return detect_format(Path(spec)) in TENSORFLOW_FORMATS
+    except FuseLensError:
+        return False  # the in-process loader gives the error
+
+
+class TensorFlowHelper:
+    """The parent's side: start the helper early, send it work, restart it after it died."""
+
+    def __init__(self) -> None:
+        self._child: ChildProcess | None = None
+        self._lock = threading.Lock()
+        self._what = ""
+        self._requests = 0
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the helper (if it is not running) and let it import TensorFlow in the background."""
+        with self._lock:
+            self._ensure()
+
+    def _ensure(self) -> ChildProcess:
+        if self._child is None or not self._child.alive():
+            if self._child is not None:
+                self._child.stop()
+            self._child = ChildProcess(MODULE)
+            self._requests += 1
+            with contextlib.suppress(OSError):
+                self._child.conn.send((self._requests, "warm", None))
+        return self._child
+
+    @property
+    def pid(self) -> int | None:
+        return self._child.pid if self._child is not None and self._child.alive() else None
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._child is not None:
+                self._child.stop()
+                self._child = None
+
+    # ---- requests ----------------------------------------------------------------------------
+    def call(self, kind: str, payload: Any, what: str, progress: Progress | None = None,
+             cancelled: IsCancelled | None = None) -> Any:
+        """Send one request and wait for its value; FuseLensError when it fails or the helper dies,
+        Cancelled when `cancelled()` said so and the helper did not finish within CANCEL_GRACE_S."""
+        with self._lock:
+            child = self._ensure()
+            self._what = what
+            self._requests += 1
+            try:
+                child.conn.send((self._requests, kind, payload))
+            except OSError:
+                raise self._died(child) from None
+            return self._receive(child, self._requests, progress or (lambda _text: None),
+                                 cancelled or (lambda: False))
+
+    def _receive(self, child: ChildProcess, number: int, progress: Progress, cancelled: IsCancelled) -> Any:
+        cancel_seen: float | None = None
+        while True:
+            if cancelled():
+                cancel_seen = cancel_seen or time.monotonic()
+                if time.monotonic() - cancel_seen > CANCEL_GRACE_S:
+                    child.stop()  # the next request starts a fresh helper
+                    self._child = None
+                    raise Cancelled()
+            try:
+                message = child.conn.recv() if child.conn.poll(0.1) else None
+            except (EOFError, OSError):
+                raise self._died(child) from None
+            if message is None:
+                if not child.alive() and not child.conn.poll(0):
+                    raise self._died(child)
+                continue
+            replied_to, kind, body = message
+            if replied_to != number:
+                continue
+            if kind == "progress":
+                progress(body)
+            elif kind == "error":
+                raise FuseLensError(body)
+            elif kind == "done":
+                return body
+
+    def _died(self, child: ChildProcess) -> FuseLensError:
+        reason = child.death_reason()
+        child.stop()
+        self._child = None
+        return FuseLensError(f"the TensorFlow helper process {reason} while {self._what}; the window keeps "
+                             "what it shows, and the next action starts a new helper")
+
+    # ---- the window's TensorFlow work ----------------------------------------------------------
+    def fuse(self, job: FusionJob, progress: Progress, cancelled: IsCancelled) -> PipelineResult:
+        """The job's fusion, with the passes registered here (a plugin's or a test's too) known there."""
+        registered = [(c.__module__, c.__qualname__) for c in catalog()]
+        pipeline: PipelineResult = self.call("fuse", (job, registered), "fusing", progress, cancelled)
+        pipeline.original, pipeline.config = job.graph, job.config  # the caller's own objects
+        return pipeline
+
+    def infer_shapes(self, graphs: list[Graph], progress: Progress, cancelled: IsCancelled) -> None:
+        """Shapes for the edge labels, adopted by the caller's graphs (none where TensorFlow refuses)."""
+        missing = [g for g in graphs if not g.shapes_ready]
+        if missing:
+            for graph, shapes in zip(missing, self.call("shapes", missing, "inferring shapes", progress, cancelled)):
+                if shapes is not None:
+                    graph.adopt_shapes(shapes)
+
+    def load(self, spec: str, progress: Progress, cancelled: IsCancelled) -> LoadedModel:
+        """A model; formats that need TensorFlow are read by the helper, the rest right here."""
+        if not needs_tensorflow(spec):
+            return load_model(spec)
+        return self.call("load", spec, f"loading {spec}", progress, cancelled)
+
+
+_shared: TensorFlowHelper | None = None
+
+
+def shared_helper() -> TensorFlowHelper:
+    """The process's one helper (every window shares it; it stops when the process exits)."""
+    global _shared
+    if _shared is None:
+        _shared = TensorFlowHelper()
+        atexit.register(_shared.stop)
+    return _shared
+
+
+# ---- the helper process ----------------------------------------------------------------------------
+def _serve(conn: Connection) -> None:
+    from core.tfimport import import_tensorflow
+
+    fault = os.environ.get(FAULT_ENV, "")
+    while True:
+        try:
+            number, kind, payload = conn.recv()
+        except (EOFError, OSError):
+            return  # the window closed its end
+        if fault.endswith(f"@{kind}"):
+            os.kill(os.getpid(), getattr(signal, fault.split("@")[0]))
+        try:
+            value = _work(kind, payload, lambda text, n=number: conn.send((n, "progress", text)), import_tensorflow)
+            conn.send((number, "done", value))
+        except FuseLensError as e:
+            conn.send((number, "error", str(e)))
+        except Exception as e:  # a bug or a TensorFlow error: one line for the user, the helper lives on
+            conn.send((number, "error", f"{type(e).__name__}: {' '.join(str(e).split())[:400]}"))
+
+
+def _work(kind: str, payload: Any, progress: Progress, import_tensorflow: Callable[[], Any]) -> Any:
+    if kind == "warm":
+        import_tensorflow()
+        return None
+    if kind == "fuse":
+        job, registered = payload
+        known = {(c.__module__, c.__qualname__) for c in catalog()}
+        for module, qualname in registered:
+            if (module, qualname) not in known:
+                register(getattr(importlib.import_module(module), qualname))
+        return job.fuse(progress, lambda: False)
+    if kind == "shapes":
+        shapes = []
+        for graph in payload:
+            try:
+                shapes.append(graph.ensure_shapes())
+            except FuseLensError:
+                shapes.append(None)
+        return shapes
+    if kind == "load":
+        return load_model(payload)
+    raise FuseLensError(f"the TensorFlow helper has no task {kind!r}")
+
+
+if __name__ == "__main__":
+    _serve(Connection(int(sys.argv[1])))

@@ -1,0 +1,114 @@
+"""TensorFlow stays out of the window's process: the helper does fusion, shapes and Keras loading,
+and when it dies the window says so, keeps its graphs, and the next fusion starts a new helper."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from core.errors import FuseLensError
+from session import Stage
+from session.tensorflow_helper import FAULT_ENV, TensorFlowHelper, needs_tensorflow
+from tests.gui.helpers import WAIT_MS, close_window, make_window, open_and_wait, wait_idle
+
+
+@pytest.fixture
+def crashing_helper(monkeypatch):
+    """A helper of its own that kills itself (SIGKILL) on its first fusion request."""
+    monkeypatch.setenv(FAULT_ENV, "SIGKILL@fuse")
+    helper = TensorFlowHelper()
+    helper.start()
+    monkeypatch.delenv(FAULT_ENV)  # the helper started next, after the crash, is a healthy one
+    yield helper
+    helper.stop()
+
+
+def test_a_helper_killed_mid_fusion_leaves_the_window_standing(qtbot, tmp_path, dialogs, layout_cache,
+                                                               crashing_helper):
+    window = make_window(qtbot, tmp_path, layout_cache, tensorflow=crashing_helper)
+    try:
+        window.open_model("abs_relu_exp")
+        qtbot.waitUntil(lambda: bool(dialogs), timeout=WAIT_MS)
+        kind, title, text = dialogs[0]
+        assert kind == "critical" and title == "Fusion failed"
+        assert text.startswith("the TensorFlow helper process died from signal SIGKILL") and "while fusing" in text
+        assert "next action starts a new helper" in text
+        qtbot.waitUntil(lambda: window.session.stage is Stage.READY, timeout=WAIT_MS)
+        assert window.isVisible() and window.session.model.name == "abs_relu_exp"
+        assert window.panes["before"].shown is not None  # the original graph stays on screen
+        window.pass_panel.set_enabled("ConvBatchnormFusionPass", False)  # the next action fuses again
+        wait_idle(qtbot, window)
+        assert window.session.pipeline is not None and crashing_helper.pid is not None
+        assert "AscBackend" in window.session.pipeline.fused.op_histogram()
+    finally:
+        close_window(window)
+
+
+def test_tensorflow_errors_in_the_helper_are_one_line(tmp_path):
+    helper = TensorFlowHelper()
+    try:
+        with pytest.raises(FuseLensError, match="no task 'nothing'"):
+            helper.call("nothing", None, "testing")
+        assert helper.pid is not None  # an error is not a death
+    finally:
+        helper.stop()
+
+
+def test_which_models_need_tensorflow(tmp_path):
+    assert not needs_tensorflow("demo") and not needs_tensorflow(str(tmp_path / "missing.pb"))
+    saved = tmp_path / "model"
+    saved.mkdir()
+    (saved / "saved_model.pb").write_bytes(b"")
+    assert needs_tensorflow(str(saved))
+
+
+@pytest.mark.slow
+def test_the_window_process_never_imports_tensorflow(tmp_path):
+    """Open, fuse (AutoFuse builds library functions), infer shapes and run a sample, in a fresh process."""
+    script = textwrap.dedent("""
+        import sys, time
+        from PySide6.QtCore import QSettings
+        from PySide6.QtWidgets import QApplication
+        app = QApplication([])
+        from gui.main_window import MainWindow
+        from session import Stage
+        window = MainWindow(settings=QSettings(sys.argv[1], QSettings.Format.IniFormat))
+        window.show()
+        window.open_model("abs_relu_exp")
+        deadline = time.time() + 120
+        def wait(ready):
+            while not ready() and time.time() < deadline:
+                app.processEvents()
+                time.sleep(0.01)
+            assert ready(), "timed out"
+        wait(lambda: window.session.stage is Stage.READY and window.is_idle() and window.session.pipeline)
+        assert "AscBackend" in window.session.pipeline.fused.op_histogram()
+        assert all(window.session.graph(side).shapes_ready for side in ("before", "after"))
+        window.run_panel.steps.setValue(2)
+        window.run_panel.warmup.setValue(1)
+        window.run_panel.start_run()
+        wait(lambda: window.run_panel.result is not None or not window.run_panel.running())
+        assert window.run_panel.result is not None, "the run failed"
+        print("TENSORFLOW-IMPORTED" if "tensorflow" in sys.modules else "NO-TENSORFLOW")
+        window.close()
+    """)
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "settings.ini")], capture_output=True,
+                         text=True, timeout=600, env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert "NO-TENSORFLOW" in out.stdout, out.stdout + out.stderr[-2000:]
+
+
+def test_open_a_keras_file_through_the_helper(qtbot, window, tmp_path):
+    """A .keras file needs TensorFlow to read: the helper reads it and the window shows it."""
+    import keras
+
+    inputs = keras.Input((8,))
+    model = keras.Model(inputs, keras.layers.Dense(4, activation="relu")(inputs))
+    path = tmp_path / "tiny.keras"
+    model.save(path)
+    assert needs_tensorflow(str(path))
+    open_and_wait(qtbot, window, str(path))
+    assert window.session.model.format == "keras" and "MatMul" in window.session.model.graph.op_histogram()
