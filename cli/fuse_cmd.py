@@ -79,4 +79,4 @@ def run_fuse(args: argparse.Namespace) -> int:
         for written in (args.output, args.ledger):
             if written:
                 print(f"wrote {written}", file=sys.stderr)
-    return 0
+    return 1 if args.strict and pipeline.errors else 0

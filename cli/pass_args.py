@@ -30,3 +30,6 @@ def add_pass_selection_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--skip-match", action="append", metavar="ID",
                        help="keep one match (PassId:anchor) out of fusion while its pass stays on (repeatable)")
     group.add_argument("--skip-file", metavar="F", help="match ids to skip, one PassId:anchor per line")
+    group.add_argument("--strict", action="store_true",
+                       help="fail (exit 1) when a pass or a match failed; without it the failure is reported "
+                            "and its input graph goes on unchanged")

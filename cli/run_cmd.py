@@ -84,7 +84,12 @@ def fuse_model(args: argparse.Namespace) -> tuple[LoadedModel, PipelineResult]:
 
     config = PassConfig.from_args(args)  # a bad option or rule file fails before the model loads
     model = load_model(args.model)
-    return model, run_pipeline(model.graph, config)
+    pipeline = run_pipeline(model.graph, config)
+    for error in pipeline.errors:
+        print(f"fuselens: warning: {error}", file=sys.stderr)
+    if args.strict and pipeline.errors:
+        raise FuseLensError(f"{len(pipeline.errors)} fusion failure(s) and --strict: nothing was run")
+    return model, pipeline
 
 
 def original_to_final(pipeline: PipelineResult) -> dict[str, list[str]] | None:

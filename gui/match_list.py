@@ -1,6 +1,7 @@
 """Every match and near miss of the last fusion, grouped by pass, with next/previous stepping.
 
-The list does not care which pass made a record: it reads PassResult.matches / near_misses.
+The list does not care which pass made a record: it reads PassResult.matches / near_misses,
+and shows the matches the user skipped and any pass or match that failed (not stepped through).
 """
 
 from __future__ import annotations
@@ -37,10 +38,21 @@ class MatchList(QTreeWidget):
         common = posixpath.commonpath(anchors) if anchors else ""
         self.prefix = common + "/" if common and all(a.startswith(common + "/") for a in anchors) else ""
         for result in results:
-            if not result.matches and not result.near_misses:
+            if not (result.matches or result.near_misses or result.skipped or result.errors):
                 continue
-            group = QTreeWidgetItem(self, [f"{result.pass_id}  ({len(result.matches)} ✔, {len(result.near_misses)} ✘)"])
+            counts = [f"{len(result.matches)} ✔", f"{len(result.near_misses)} ✘"]
+            counts += [f"{len(result.skipped)} skipped"] if result.skipped else []
+            counts += [f"{len(result.errors)} failed"] if result.errors else []
+            group = QTreeWidgetItem(self, [f"{result.pass_id}  ({', '.join(counts)})"])
             group.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            for error in result.errors:
+                item = QTreeWidgetItem(group, [f"⚠ {error}"])
+                item.setToolTip(0, error)
+                item.setForeground(0, QBrush(QColor("#a15c00")))
+            for skipped in result.skipped:
+                item = QTreeWidgetItem(group, [f"⏸ skipped: {short_name(skipped.anchor)} ({skipped.summary})"])
+                item.setToolTip(0, f"{skipped.id}: kept out of fusion by the skip list")
+                item.setForeground(0, QBrush(QColor("#5f6368")))
             for record in [*result.matches, *result.near_misses]:
                 item = QTreeWidgetItem(group, [self.label(record).replace(self.prefix, "") if self.prefix
                                                else self.label(record)])

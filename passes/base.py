@@ -38,8 +38,13 @@ class Match:
     weights: tuple[str, ...] = ()  # constants (or their Identity reads) whose values get folded
     index: int = -1  # position in the pass's match list, set by the engine
 
+    @property
+    def id(self) -> str:
+        """The stable match id (`PassId:anchor`) that reports, skip lists and bisect use."""
+        return match_id(self.pass_id, self.anchor)
+
     def to_json(self) -> dict[str, Any]:
-        return {"index": self.index, "anchor": self.anchor, "nodes": list(self.nodes),
+        return {"id": self.id, "index": self.index, "anchor": self.anchor, "nodes": list(self.nodes),
                 "outputs": list(self.outputs), "summary": self.summary, "bindings": self.bindings,
                 "details": self.details, "weights": list(self.weights)}
 
@@ -57,17 +62,27 @@ class NearMiss:
         return {"anchor": self.anchor, "nodes": list(self.nodes), "reason": self.reason}
 
 
+def match_id(pass_id: str, anchor: str) -> str:
+    return f"{pass_id}:{anchor}"
+
+
 @dataclass
 class PassResult:
+    """What one pass did: matches rewritten, near misses, matches the user skipped, and errors
+    (a pass or a match that raised; its input graph went on unchanged, see `FusionPass.apply`)."""
+
     pass_id: str
     matches: list[Match] = field(default_factory=list)
     near_misses: list[NearMiss] = field(default_factory=list)
     rewrites: list[Rewrite] = field(default_factory=list)
+    skipped: list[Match] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {"pass": self.pass_id, "matches": [m.to_json() for m in self.matches],
                 "near_misses": [n.to_json() for n in self.near_misses],
+                "skipped": [m.to_json() for m in self.skipped], "errors": list(self.errors),
                 "rewrites": [r.to_json() for r in self.rewrites], "seconds": round(self.seconds, 6)}
 
 
@@ -116,6 +131,9 @@ class FusionPass:
             if reason is not None:
                 result.near_misses.append(NearMiss(self.id, found.anchor, found.nodes, reason))
                 continue
+            if found.id in self.options.get("skipped_matches", ()):
+                result.skipped.append(found)  # the user keeps it out; its nodes stay as they are
+                continue
             found.index = len(result.matches)
             result.matches.append(found)
             claimed.update(dict.fromkeys(found.nodes, found))
@@ -123,20 +141,36 @@ class FusionPass:
         return result
 
     def apply(self, graph: Graph) -> tuple[Graph, PassResult]:
-        """A new graph with every match rewritten, and the result with one Rewrite per match."""
+        """A new graph with every match rewritten, and the result with one Rewrite per match.
+
+        A match whose rewrite raises fails alone: it becomes an error of the result ("X failed on
+        node N: ...") and the pass is applied again without it, so its nodes stay as they were.
+        """
         result = self.dry_run(graph)
-        if not result.matches:
-            return graph, result
         start = time.perf_counter()
-        editor = graph.editor()
-        for found in result.matches:
-            result.rewrites.append(self.rewrite(graph, editor, found))
-        pruned = prune_dead_constants(graph, editor, self.is_constant)
-        if pruned:
-            result.rewrites.append(Rewrite(self.id, -1, removed=tuple(pruned)))
-        new_graph = editor.build()
+        while result.matches:
+            editor, result.rewrites = graph.editor(), []
+            culprit: Match | None = None
+            try:
+                for culprit in result.matches:
+                    result.rewrites.append(self.rewrite(graph, editor, culprit))
+                culprit = None  # past the matches: a failure now is the whole pass's
+                pruned = prune_dead_constants(graph, editor, self.is_constant)
+                if pruned:
+                    result.rewrites.append(Rewrite(self.id, -1, removed=tuple(pruned)))
+                new_graph = editor.build()
+            except Exception as e:  # a pass bug must not take the pipeline down
+                if culprit is None:
+                    raise
+                result.errors.append(f"{self.id} failed on {culprit.anchor}: {describe_error(e)}; left as it was")
+                result.matches.remove(culprit)
+                for index, match in enumerate(result.matches):
+                    match.index = index
+                continue
+            result.seconds += time.perf_counter() - start
+            return new_graph, result
         result.seconds += time.perf_counter() - start
-        return new_graph, result
+        return graph, result
 
     # ---- safety checks (each returns a reason, or None when safe) ---------------------------
     @staticmethod
@@ -149,11 +183,14 @@ class FusionPass:
 
     @staticmethod
     def _leaks(graph: Graph, found: Match) -> str | None:
+        """An intermediate read outside the match. A control edge on a constant read (a frozen Keras
+        graph's NoOp waits on every ReadVariableOp) only orders a read, so it is no reader here."""
         inside = set(found.nodes)
         for node in found.nodes:
             if node in found.outputs:
                 continue
-            outside = [c for c in graph.consumer_nodes(node) if c not in inside]
+            readers = [c.node for c in graph.consumers(node)] if graph.is_const(node) else graph.consumer_nodes(node)
+            outside = [c for c in dict.fromkeys(readers) if c not in inside]
             if outside:
                 more = f" (+{len(outside) - 1} more)" if len(outside) > 1 else ""
                 return (f"{node} ({graph.op(node)}) has {len(outside) + _inside_count(graph, node, inside)} "
@@ -178,6 +215,12 @@ class FusionPass:
         if path is None:
             return None
         return f"fusing would create a cycle through {path[2]}, which is outside the match"
+
+
+def describe_error(error: Exception) -> str:
+    """An exception as one line for a report: its type and its first line."""
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text[:300]}" if text else type(error).__name__
 
 
 def _inside_count(graph: Graph, node: str, inside: set[str]) -> int:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from core.errors import Cancelled, FuseLensError
 from core.graph import Graph
 from core.provenance import Provenance
-from passes.base import FusionPass, PassResult
+from passes.base import FusionPass, PassResult, describe_error
 
 if TYPE_CHECKING:
     from passes.config import PassConfig
@@ -100,6 +100,11 @@ class PipelineResult:
     def result(self, pass_id: str) -> PassResult | None:
         return next((r for r in self.results if r.pass_id == pass_id), None)
 
+    @property
+    def errors(self) -> list[str]:
+        """Every pass's and match's failure, in pipeline order (empty when all went well)."""
+        return [error for result in self.results for error in result.errors]
+
 
 def run_pipeline(
     graph: Graph,
@@ -131,7 +136,12 @@ def run_pipeline(
             raise Cancelled()
         if progress:
             progress(pass_id, i, len(ids))
-        current, result = config.get_pass(pass_id)(options).apply(current)
+        try:
+            current, result = config.get_pass(pass_id)(options).apply(current)
+        except Cancelled:
+            raise
+        except Exception as e:  # one pass that fails fails alone; its input graph goes on
+            result = PassResult(pass_id, errors=[f"{pass_id} failed: {describe_error(e)}; the pass was skipped"])
         for rewrite in result.rewrites:
             provenance.record(rewrite)
         pipeline.results.append(result)

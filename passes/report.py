@@ -48,7 +48,9 @@ def format_report(report: dict[str, Any]) -> str:
     lines = [f"{report['model']}: {report['nodes_before']} -> {report['nodes_after']} nodes "
              f"in {report['seconds'] * 1000:.0f} ms"]
     for p in report["passes"]:
-        lines.append(f"  {p['pass']:40s} {len(p['matches']):4d} matches {len(p['near_misses']):4d} near misses")
+        counts = f"{len(p['matches']):4d} matches {len(p['near_misses']):4d} near misses"
+        lines.append(f"  {p['pass']:40s} {counts}" + (f" {len(p['skipped'])} skipped" if p["skipped"] else ""))
+        lines += [f"      ! {error}" for error in p["errors"]]
         lines += [f"      ~ {n['anchor']}: {n['reason']}" for n in p["near_misses"][:5]]
         if len(p["near_misses"]) > 5:
             lines.append(f"      ~ ... {len(p['near_misses']) - 5} more in the report")

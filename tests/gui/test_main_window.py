@@ -241,3 +241,26 @@ def test_a_bare_pb_gets_its_edge_shapes_once_fusion_has_inferred_them(qtbot, win
     before = {e.tensor: e.label for e in window.before.layout_.edges}
     assert before["conv1"] == "1×16×16×16" and before["input"] == "1×16×16×8"
     assert any(e.label for e in window.after.layout_.edges)
+
+
+def test_a_failing_pass_shows_in_the_match_list_and_the_window_goes_on(qtbot, tmp_path, dialogs, layout_cache,
+                                                                       monkeypatch):
+    from passes import registry
+    from passes.config import PassConfig
+    from tests.gui.helpers import close_window, make_window
+    from tests.passes.test_failing_pass import BrokenEverywhere
+
+    for cls in (BrokenEverywhere, ToyDropActivation):
+        monkeypatch.setitem(registry._REGISTRY, cls.id, cls)
+    window = make_window(qtbot, tmp_path, layout_cache,
+                         PassConfig.from_ids([BrokenEverywhere.id, ToyDropActivation.id]))
+    try:
+        open_and_wait(qtbot, window, SAMPLE)
+        texts = [window.match_list.topLevelItem(i).child(j).text(0)
+                 for i in range(window.match_list.topLevelItemCount())
+                 for j in range(window.match_list.topLevelItem(i).childCount())]
+        assert any(t.startswith("⚠ BrokenEverywherePass failed: RuntimeError") for t in texts)
+        assert "Relu" not in ops_drawn(window.after).values()  # the passes after it still ran
+        assert not dialogs
+    finally:
+        close_window(window)

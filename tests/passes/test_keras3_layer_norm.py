@@ -122,12 +122,6 @@ def assert_fused_into_two_layer_norms(graph: Graph, policy: str) -> None:
     assert_same_outputs(graph, pipeline.fused, also)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "passes/base.py FusionPass._leaks counts control consumers (graph.consumer_nodes): the frozen tf.function's "
-    "NoOp has a control edge from every ReadVariableOp, and Keras 3 keeps gamma/beta inside the layer's scope, so "
-    "the match is refused with 'X/Reshape/ReadVariableOp (Identity) has 2 consumers: it is also read by NoOp "
-    "outside the match'. Counting data consumers only (as _shared_weight does) fuses it: fuse_subgraph already "
-    "moves the control edge to the fused node"))
 def test_the_rule_file_fuses_both_layers_as_frozen(keras_ln) -> None:
     policy, graph = keras_ln
     assert_fused_into_two_layer_norms(graph, policy)
