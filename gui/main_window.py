@@ -36,6 +36,7 @@ from gui.properties import FusedBodyDialog, PropertiesPanel
 from gui.run_panel import install_run_panel
 from gui.search import SearchHits, search_box
 from gui.selection import Selection, SelectionModel
+from gui.stages_panel import install_stages_panel
 from gui.workers import WorkerPool, WorkIndicator
 from passes.config import PassConfig
 from passes.registry import PipelineResult
@@ -74,6 +75,7 @@ class MainWindow(QMainWindow):
                                       self.select_key)
         self._connect()
         self.run_panel = install_run_panel(self)  # the Run & profile dock, Run menu and toolbar action
+        self.stages_panel = install_stages_panel(self)  # the toolchain's own graph dumps, stage by stage
 
     # ---- construction ---------------------------------------------------------------------------
     def _build_central(self) -> None:
@@ -109,7 +111,9 @@ class MainWindow(QMainWindow):
         self.export_report_action = make_action(self, "Fuse report (JSON)…", self._export_report_dialog)
 
         file_menu = self.menuBar().addMenu("&File")
-        file_menu.addActions([self.open_action, self.samples_action])
+        self.open_dumps_action = make_action(self, "Open GE dump folder…", lambda: self.stages_panel.open_dialog(),
+                                             "Ctrl+Shift+D", "the toolchain's graph dumps (DUMP_GE_GRAPH), by stage")
+        file_menu.addActions([self.open_action, self.samples_action, self.open_dumps_action])
         self.recent_menu = file_menu.addMenu("Open recent")
         self.recent_menu.aboutToShow.connect(lambda: self.recent.fill(self.recent_menu, self.open_model))
         export_menu = file_menu.addMenu("Export")
@@ -186,9 +190,10 @@ class MainWindow(QMainWindow):
                     self.relayout(side)
 
     def _show_model(self) -> None:
-        model = self.session.model
-        for pane in self.panes.values():
-            pane.clear()
+        model, comparison = self.session.model, self.session.comparison
+        for side, pane in self.panes.items():
+            pane.clear(f"{'Before' if side == 'before' else 'After'}: {comparison[side == 'after']}"
+                       if comparison else None)
         self.selection.set_provenance(None)
         self.selection.clear()
         self.match_list.set_results([])

@@ -50,7 +50,7 @@ class Pane(QWidget):
     def __init__(self, side: str, title: str, workers: WorkerPool, cache: LayoutCache,
                  parent: QWidget | None = None):
         super().__init__(parent)
-        self.side, self.title, self.workers, self.cache = side, title, workers, cache
+        self.side, self.title, self.default_title, self.workers, self.cache = side, title, title, workers, cache
         self.shown: Layout | None = None  # the layout the view shows
         self.graph: Graph | None = None  # the graph it should show
         self.drawn_with_shapes = False  # the layout had every edge's tensor shape
@@ -63,8 +63,11 @@ class Pane(QWidget):
         layout.addWidget(self.header)
         layout.addWidget(self.view, 1)
 
-    def clear(self) -> None:
+    def clear(self, title: str | None = None) -> None:
+        """Forget the graph shown (a new model); `title` names what this pane will show."""
         self.shown, self.graph, self.drawn_with_shapes = None, None, False
+        self.title = title or self.default_title
+        self.header.setText(self.title)
 
     def relayout(self, graph: Graph, collapsed: frozenset[str], status: Callable[[str], str] | None) -> None:
         """Lay `graph` out with these scopes collapsed; `status` gives the diff colour per drawn key."""

@@ -58,7 +58,8 @@ def node_html(graph: Graph, name: str, provenance: Provenance | None, *, fused_s
             parts.append(f"<p><b>{status}</b>")
             rewrite = provenance.rewrite_of(name) if fused_side else None
             if rewrite is not None:
-                parts.append(f" by <b>{esc(rewrite.pass_id)}</b> (match #{rewrite.match_index})")
+                match = f" (match #{rewrite.match_index})" if rewrite.match_index >= 0 else ""
+                parts.append(f" by <b>{esc(rewrite.pass_id)}</b>{match}")
             if not fused_side:
                 after = provenance.descendants(name)
                 parts.append(f"<br>now: {esc(', '.join(after)) if after else 'gone'}")

@@ -18,6 +18,7 @@ from core.errors import FuseLensError
 from core.graph import Graph
 from core.io import write_bytes_atomic, write_json_atomic
 from core.loaders import LoadedModel
+from core.provenance import Provenance
 from core.runtime.result import RunResult
 from passes.config import PassConfig
 from passes.registry import PipelineResult, run_pipeline
@@ -64,6 +65,7 @@ class Session:
         self.last_run: RunResult | None = None
         self.stage = Stage.EMPTY
         self.shapes_inferred = False  # the pipeline's graphs carry inferred shapes (edge labels)
+        self.comparison: tuple[str, str] | None = None  # (before, after) labels while two given graphs are shown
         self._job: FusionJob | None = None
         self._jobs = 0
         self._resume = Stage.EMPTY  # the stage a failed load returns to
@@ -114,6 +116,7 @@ class Session:
         """A newly opened model: everything derived from the previous one goes; fusion waits for `drawn()`."""
         self.model = model
         self.pipeline = None
+        self.comparison = None
         self.last_run = None
         self.shapes_inferred = False
         self.collapsed = dict.fromkeys(SIDES, frozenset())
@@ -133,7 +136,7 @@ class Session:
         self.config = config
         if changed:
             self._emit("config")
-        if self.model is None or self.stage in (Stage.LOADING, Stage.DRAWING):
+        if self.model is None or self.comparison is not None or self.stage in (Stage.LOADING, Stage.DRAWING):
             return None
         return self._new_job()
 
@@ -178,6 +181,20 @@ class Session:
         self._job = None
         self._advance(Stage.READY)
         return True
+
+    # ---- comparing two given graphs (e.g. two stages of the toolchain's own dumps) ----------------
+    def compare(self, before: LoadedModel, after: Graph, provenance: Provenance, after_label: str) -> None:
+        """Show `before` and `after` side by side, mapped by `provenance`, instead of a fusion: no
+        fusion job runs until another model is opened (the passes do not apply to a GE graph)."""
+        self.model = before
+        self.pipeline = PipelineResult(before.graph, after, self.config, provenance=provenance)
+        self.comparison = (before.name, after_label)
+        self.last_run = None
+        self.shapes_inferred = True  # a dump records its tensor shapes; nothing to infer
+        self.collapsed = dict.fromkeys(SIDES, frozenset())
+        self._job = None
+        self._set_stage(Stage.READY)
+        self._emit("model", "pipeline", "run")
 
     # ---- views and runs ----------------------------------------------------------------------
     def set_collapsed(self, side: str, scopes: frozenset[str]) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from core.ge.convert import DESC_ATTRS
 from core.ge.provenance import PROVENANCE_ATTRS, ToolchainProvenance, provenance_table
 from core.graph import Graph
+from core.provenance import Provenance, Rewrite
 
 NO_PASS = "(no pass named)"
 # Attributes that change at every stage without meaning anything to a fusion (ids, memory offsets).
@@ -66,6 +67,23 @@ class GraphDiff:
         for change in self.changes:
             groups[change.group].append(change)
         return dict(groups)
+
+    def provenance(self, before: Graph, after: Graph) -> Provenance:
+        """The diff as the mapping the window reads (diff colours, synced selection): each after
+        node that stands for other before nodes, each changed node and each node that went away,
+        recorded under the passes the toolchain credits."""
+        credit = {c.name: c.group for c in self.changes}
+        provenance = Provenance(tuple(before.nodes))
+        for name in after.nodes:
+            absorbed = tuple(o for o in self.origins.get(name, ()) if o != name and o not in after)
+            if name not in before:
+                provenance.record(Rewrite(credit.get(name, NO_PASS), -1, removed=absorbed, created=(name,)))
+            elif absorbed or name in credit:
+                provenance.record(Rewrite(credit.get(name, NO_PASS), -1, removed=absorbed, modified=(name,)))
+        for change in self.of_kind("removed"):
+            if not change.related:
+                provenance.record(Rewrite(change.group, -1, removed=(change.name,)))
+        return provenance
 
     def to_json(self) -> dict[str, Any]:
         return {"before": self.before_label, "after": self.after_label, "before_nodes": self.before_nodes,
