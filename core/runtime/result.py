@@ -99,7 +99,7 @@ class OutputComparison:
 
 @dataclass
 class RunResult:
-    """Everything a run (or an imported profile) produced; `errors` is empty when it succeeded."""
+    """Everything a run (or an imported profile) produced (a failed run raises instead)."""
 
     model: str
     backend: str
@@ -109,7 +109,6 @@ class RunResult:
     pass_ids: list[str] = field(default_factory=list)
     graphs: dict[str, GraphRun] = field(default_factory=dict)
     comparison: list[OutputComparison] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     @property

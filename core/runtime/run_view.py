@@ -125,8 +125,6 @@ def summary_cards(result: RunResult) -> list[Card]:
         note = f"; {c.note}" if c.note else ""
         cards.append(Card(f"Output {c.original.removesuffix(':0')}", "allclose ✔" if c.allclose else "NOT allclose ✘",
                           f"{errors} ({c.dtype}, rtol {c.rtol:g}){note}", "good" if c.allclose else "bad"))
-    if result.errors:
-        cards.append(Card("Errors", str(len(result.errors)), "; ".join(result.errors)[:200], "bad"))
     return cards
 
 
