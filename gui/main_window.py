@@ -45,6 +45,7 @@ from session.tensorflow_helper import TensorFlowHelper, shared_helper
 
 TF_SLOT = "tf"  # the one worker slot for work that uses TensorFlow
 
+
 class MainWindow(QMainWindow):
     layout_done = Signal(str)  # side: a pane shows a new layout
 
@@ -107,8 +108,11 @@ class MainWindow(QMainWindow):
         self.find_action = make_action(self, "Find", self.focus_search, QKeySequence.StandardKey.Find)
         self.export_svg_action = make_action(self, "Graph as SVG…", lambda: self._export_graph_dialog("svg"))
         self.export_png_action = make_action(self, "Graph as PNG…", lambda: self._export_graph_dialog("png"))
-        self.export_pb_action = make_action(self, "Fused model (.pb)…", self._export_pb_dialog)
-        self.export_report_action = make_action(self, "Fuse report (JSON)…", self._export_report_dialog)
+        status = self.statusBar()
+        self.export_pb_action = make_action(self, "Fused model (.pb)…", lambda: save_dialog(
+            self, "Export the fused model", "fused.pb", "GraphDef (*.pb)", self.session.export_fused_pb, status))
+        self.export_report_action = make_action(self, "Fuse report (JSON)…", lambda: save_dialog(
+            self, "Export the fuse report", "report.json", "JSON (*.json)", self.session.export_report, status))
 
         file_menu = self.menuBar().addMenu("&File")
         self.open_dumps_action = make_action(self, "Open GE dump folder…", lambda: self.stages_panel.open_dialog(),
@@ -372,11 +376,3 @@ class MainWindow(QMainWindow):
         if self.panes[side].shown is not None:
             save_dialog(self, f"Export the {side} graph", f"{side}.{kind}", f"{kind.upper()} (*.{kind})",
                         self.panes[side].view.export_image, self.statusBar())
-
-    def _export_pb_dialog(self) -> None:
-        save_dialog(self, "Export the fused model", "fused.pb", "GraphDef (*.pb)", self.session.export_fused_pb,
-                    self.statusBar())
-
-    def _export_report_dialog(self) -> None:
-        save_dialog(self, "Export the fuse report", "report.json", "JSON (*.json)", self.session.export_report,
-                    self.statusBar())
