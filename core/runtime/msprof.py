@@ -19,6 +19,7 @@ import io
 import json
 import os
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,6 +117,21 @@ def _rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
     return header, rows
 
 
+def _table(path: Path, columns: Sequence[str]) -> tuple[dict[str, int], list[tuple[int, str, list[str]]]]:
+    """A CSV with these columns required: column -> index, and its rows with their line and where
+    each is ("file, line N"); a row with fewer cells than the header is an error naming it."""
+    header, rows = _rows(path)
+    for column in columns:
+        _column(header, path, (column,))
+    table = []
+    for line, row in rows:
+        where = f"{path}, line {line}"
+        if len(row) < len(header):
+            raise FuseLensError(f"{where}: {len(row)} cells, the header has {len(header)}")
+        table.append((line, where, row))
+    return {name: i for i, name in enumerate(header)}, table
+
+
 def _column(header: list[str], path: Path, choices: dict[str, float] | tuple[str, ...]) -> str:
     for name in choices:
         if name in header:
@@ -191,15 +207,9 @@ def graph_run_from_records(label: str, records: list[OpRecord], graph: Graph | N
 def read_op_statistic(path: str | os.PathLike[str], label: str = "imported") -> GraphRun:
     """op_statistic rows (one per op type) as a kernel table; it has no timeline and no step count."""
     path = Path(path)
-    header, rows = _rows(path)
-    for column in STATISTIC_COLUMNS:
-        _column(header, path, (column,))
-    index = {name: i for i, name in enumerate(header)}
+    index, rows = _table(path, STATISTIC_COLUMNS)
     kernels = []
-    for line, row in rows:
-        where = f"{path}, line {line}"
-        if len(row) < len(header):
-            raise FuseLensError(f"{where}: {len(row)} cells, the header has {len(header)}")
+    for _line, where, row in rows:
         value = {c: _number(row[index[c]], where, c) for c in STATISTIC_COLUMNS[1:]}
         if value["Count"] is None or value["Total Time(us)"] is None:
             raise FuseLensError(f"{where}: 'Count' and 'Total Time(us)' must be numbers")
@@ -234,15 +244,9 @@ def find_profile_files(folder: Path) -> dict[str, list[Path]]:
 def read_task_time(path: str | os.PathLike[str]) -> list[OpRecord]:
     """task_time rows (kernel, task type, start, duration) as records; it names no op type."""
     path = Path(path)
-    header, rows = _rows(path)
-    for column in TASK_TIME_COLUMNS:
-        _column(header, path, (column,))
-    index = {name: i for i, name in enumerate(header)}
+    index, rows = _table(path, TASK_TIME_COLUMNS)
     records = []
-    for line, row in rows:
-        where = f"{path}, line {line}"
-        if len(row) < len(header):
-            raise FuseLensError(f"{where}: {len(row)} cells, the header has {len(header)}")
+    for line, where, row in rows:
         name = _cell(row[index["kernel_name"]])
         start = _number(row[index["task_start(us)"]], where, "task_start(us)")
         duration = _number(row[index["task_time(us)"]], where, "task_time(us)")
@@ -306,15 +310,9 @@ class FusionOpRecord:
 def read_fusion_op(path: str | os.PathLike[str]) -> list[FusionOpRecord]:
     """fusion_op rows; `Original Ops` is `;`-separated (older exports used `,`)."""
     path = Path(path)
-    header, rows = _rows(path)
-    for column in FUSION_OP_COLUMNS:
-        _column(header, path, (column,))
-    index = {name: i for i, name in enumerate(header)}
+    index, rows = _table(path, FUSION_OP_COLUMNS)
     records = []
-    for line, row in rows:
-        where = f"{path}, line {line}"
-        if len(row) < len(header):
-            raise FuseLensError(f"{where}: {len(row)} cells, the header has {len(header)}")
+    for line, where, row in rows:
         fused = _cell(row[index["Fusion Op"]])
         if fused is None:
             raise FuseLensError(f"{where}: empty 'Fusion Op'")
