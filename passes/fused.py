@@ -88,7 +88,7 @@ def fuse_subgraph(
     Returns the call node's name (`name`, made unique). Control inputs that reach the subgraph
     from outside move to the call node.
     """
-    ordered = [n for n in graph.nodes if n in set(nodes)]
+    ordered = graph.in_graph_order(nodes)
     call_name = editor.unique_name(name)
     fn_name = function_name(call_name)
     existing = editor.function_names()

@@ -1,0 +1,212 @@
+"""Every pass's cost per node from 1k to 50k nodes, and a whole `fuselens fuse` process against Grappler.
+
+    .venv/bin/python benchmarks/bench_passes.py [--sizes 1000,5000,20000,50000] [--repeat 3]
+    .venv/bin/python benchmarks/bench_passes.py --process 20000 [--repeat 3]
+    .venv/bin/python benchmarks/bench_passes.py --profile 20000
+
+Graphs: chains of Keras-style blocks built as a GraphDef with core.nodes (no TensorFlow needed to
+build them): Conv2D + Keras small-op BatchNorm (weights and statistics read through
+`ReadVariableOp` Identities, as a frozen Keras 3 graph has them) + Relu; every second block
+continues with an elementwise chain `Sigmoid -> Mul -> AddV2(block input)` (a swish with a
+residual), so AutoFuse has kernels to build and cycles to refuse. 1,000 blocks are ~20k nodes.
+
+Per pass (the default pipeline, in toolchain order, each pass given the previous one's graph):
+seconds and microseconds per input node, best of `--repeat`. A per-node figure that stays flat
+from 1k to 50k nodes is a linear pass.
+
+`--process N`: the whole `fuselens fuse` process (default passes, `-o` a .pb) against a whole
+process that runs TensorFlow Grappler's default optimisation of the same graph
+(`tf_optimizer.OptimizeGraph`, graph read from the same .pb), alternated, best of `--repeat`,
+with each process's peak RSS and the GraphDef's in-memory size (protobuf `ByteSize`, the wire
+size, and the Python process's RSS growth from parsing it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from bench_amct import CHANNELS, SyntheticBuilder  # noqa: E402
+
+from core import proto  # noqa: E402
+from core.graph import Graph  # noqa: E402
+
+
+class KerasBlocks(SyntheticBuilder):
+    """Blocks as a frozen Keras 3 model writes them."""
+
+    def stats(self, name: str) -> dict[str, str]:
+        consts = super().stats(name)
+        return {k: self.node("Identity", f"{name}/{k}/ReadVariableOp", [c], shapes=((CHANNELS,),))
+                for k, c in consts.items()}
+
+    def block(self, x: str, name: str, chain: bool) -> str:
+        conv = self.node("Conv2D", f"{name}/conv", [x, self.weight(f"{name}/kernel", (1, 1, CHANNELS, CHANNELS))],
+                         {"strides": [1, 1, 1, 1], "padding": "SAME", "data_format": "NHWC"})
+        p, s, c = self.stats(f"{name}/bn"), f"{name}/bn/batchnorm", (CHANNELS,)
+        eps = self.const(f"{s}/add/y", np.float32(1e-3))
+        add = self.node("AddV2", f"{s}/add", [p["variance"], eps], shapes=(c,))
+        rsqrt = self.node("Rsqrt", f"{s}/Rsqrt", [add], shapes=(c,))
+        inv = self.node("Mul", f"{s}/mul", [rsqrt, p["gamma"]], shapes=(c,))
+        mul_x = self.node("Mul", f"{s}/mul_1", [conv, inv])
+        mul_mean = self.node("Mul", f"{s}/mul_2", [p["mean"], inv], shapes=(c,))
+        sub = self.node("Sub", f"{s}/sub", [p["beta"], mul_mean], shapes=(c,))
+        out = self.node("AddV2", f"{s}/add_1", [mul_x, sub])
+        relu = self.node("Relu", f"{name}/relu", [out])
+        if not chain:
+            return relu
+        gate = self.node("Sigmoid", f"{name}/swish/Sigmoid", [relu])
+        swish = self.node("Mul", f"{name}/swish/mul", [relu, gate])
+        return self.node("AddV2", f"{name}/residual", [x, swish])
+
+
+def keras_blocks(target_nodes: int, seed: int = 0) -> Graph:
+    """A chain of KerasBlocks with about `target_nodes` nodes (1,000 blocks: ~20k)."""
+    builder = KerasBlocks(seed)
+    shape = proto.AttrValue(shape=proto.shape_proto(builder.activation))
+    x = builder.node("Placeholder", "input", [], {"dtype": proto.AttrValue(type=proto.DT_FLOAT), "shape": shape},
+                     typed=False)
+    i = 0
+    while len(builder.graph_def.node) < target_nodes:
+        x = builder.block(x, f"block{i}", chain=i % 2 == 1)
+        i += 1
+    builder.node("Identity", "output", [x])
+    return Graph(builder.graph_def, source=f"keras-blocks-{target_nodes}")
+
+
+def time_passes(graph: Graph, repeat: int) -> list[tuple[str, float, int]]:
+    """(pass id, best seconds, matches) per default pass, each applied to the previous pass's output."""
+    from passes.config import PassConfig
+
+    config = PassConfig.default()
+    options = config.options()
+    rows = []
+    current = graph
+    for pass_id in config.pass_ids():
+        best, out = float("inf"), current
+        for _ in range(repeat):
+            start = time.perf_counter()
+            out, result = config.get_pass(pass_id)(options).apply(current)
+            best = min(best, time.perf_counter() - start)
+        rows.append((pass_id, best, len(result.matches)))
+        current = out
+    return rows
+
+
+GRAPPLER = r"""
+import resource, sys, time
+t0 = time.perf_counter()
+from tensorflow.core.framework import graph_pb2
+from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
+from tensorflow.python.grappler import tf_optimizer
+gd = graph_pb2.GraphDef.FromString(open(sys.argv[1], "rb").read())
+metagraph = meta_graph_pb2.MetaGraphDef()
+metagraph.graph_def.CopyFrom(gd)
+fetches = meta_graph_pb2.CollectionDef()
+fetches.node_list.value.append("output")
+metagraph.collection_def["train_op"].CopyFrom(fetches)
+out = tf_optimizer.OptimizeGraph(config_pb2.ConfigProto(), metagraph)
+open(sys.argv[2], "wb").write(out.SerializeToString())
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+FUSE_RSS = r"""
+import resource, sys
+from main import main
+try:
+    main(sys.argv[1:])
+finally:
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, file=sys.stderr)
+"""
+
+PARSE_RSS = r"""
+import resource, sys
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+from core import proto
+gd = proto.GraphDef.FromString(open(sys.argv[1], "rb").read())
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024, gd.ByteSize() / 2**20)
+"""
+
+
+def _process(args: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS MB printed as the last line of stdout or stderr) of one child process."""
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - start
+    last = (out.stdout.strip().splitlines() or [""])[-1] if args[1] == GRAPPLER else out.stderr.strip().splitlines()[-1]
+    return wall, float(last)
+
+
+def compare_processes(nodes: int, repeat: int) -> None:
+    graph = keras_blocks(nodes)
+    with tempfile.TemporaryDirectory() as tmp:
+        pb = Path(tmp, "graph.pb")
+        pb.write_bytes(graph.graph_def.SerializeToString())
+        parse = subprocess.run([sys.executable, "-c", PARSE_RSS, str(pb)], cwd=ROOT, capture_output=True,
+                               text=True, check=True).stdout.split()
+        fuse = [float("inf"), 0.0]
+        grappler = [float("inf"), 0.0]
+        for _ in range(repeat):  # alternated, so both see the same load on a shared machine
+            wall, rss = _process(["-c", FUSE_RSS, "fuse", str(pb), "-o", str(Path(tmp, "fused.pb"))])
+            fuse = [min(fuse[0], wall), max(fuse[1], rss)]
+            wall, rss = _process(["-c", GRAPPLER, str(pb), str(Path(tmp, "grappler.pb"))])
+            grappler = [min(grappler[0], wall), max(grappler[1], rss)]
+    print(f"{len(graph)} nodes, GraphDef {pb.stat().st_size / 2**20 if False else float(parse[1]):.1f} MB "
+          f"(wire), parsing it grows RSS by {float(parse[0]):.1f} MB")
+    print(f"fuselens fuse (default passes) process: {fuse[0]:.2f} s, peak RSS {fuse[1]:.0f} MB")
+    print(f"Grappler process:                       {grappler[0]:.2f} s, peak RSS {grappler[1]:.0f} MB")
+    print(f"fuse / Grappler: {fuse[0] / grappler[0]:.2f}x")
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,2500,5000,10000,20000,50000")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--process", type=int, metavar="N", help="compare whole processes on an N-node graph")
+    parser.add_argument("--profile", type=int, metavar="N", help="cProfile the default pipeline on N nodes")
+    args = parser.parse_args(argv)
+    if args.process:
+        compare_processes(args.process, args.repeat)
+        return
+    if args.profile:
+        from core.tfimport import import_tensorflow
+        from passes.registry import run_pipeline
+
+        import_tensorflow()  # its import is not the pipeline's cost
+        graph = keras_blocks(args.profile)
+        graph.ensure_shapes()
+        cProfile.runctx("run_pipeline(graph)", globals(), {"graph": graph, "run_pipeline": run_pipeline},
+                        "/tmp/bench_passes.prof")
+        pstats.Stats("/tmp/bench_passes.prof").sort_stats("cumulative").print_stats(40)
+        return
+    from core.tfimport import import_tensorflow
+
+    import_tensorflow()  # once, outside the timings
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print("| nodes | pass | matches | s | us/node |")
+    print("|---:|---|---:|---:|---:|")
+    for n in sizes:
+        graph = keras_blocks(n)
+        for pass_id, seconds, matches in time_passes(graph, args.repeat):
+            print(f"| {len(graph):,} | {pass_id} | {matches} | {seconds:.3f} | {seconds / len(graph) * 1e6:.1f} |",
+                  flush=True)
+    print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
