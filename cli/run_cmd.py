@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -202,6 +203,8 @@ def format_result(result: Any) -> str:
             lines.append(f"      {k.mean_us:10.1f} us x{k.count:<5d} {k.op_type:24s} {k.kernel}{node}{tag}")
         if len(run.kernels) > 8:
             lines.append(f"      ... {len(run.kernels) - 8} more kernels (--json or --csv for all)")
+        for how, count in Counter(run.execution.values()).most_common():
+            lines.append(f"      fused nodes executed {how}: {count}")
     for c in result.comparison:
         verdict = "allclose" if c.allclose else "NOT allclose"
         errors = (f"max abs {c.max_abs:.3g}, max rel {c.max_rel:.3g}, mean abs {c.mean_abs:.3g}"

@@ -59,6 +59,8 @@ class GraphRun:
     kernels: list[KernelStat] = field(default_factory=list)
     timeline: list[TimelineEvent] = field(default_factory=list)
     source: str = "tensorflow"  # or "msprof"
+    # fused node -> how it executed ("XLA kernel", "as its original ops: conv epilogue on CPU", ...)
+    execution: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         times = self.step_times_us
