@@ -1,9 +1,10 @@
 """The runner's child process: `python -m core.runtime.child FD`.
 
-It receives one job over the connection on FD, runs the original and the fused GraphDef with
-TensorFlow (or through the Ascend adapter), reports progress, and sends back the outputs and
-the profile. Anything that goes wrong inside TensorFlow stays in this process; the parent sees
-an ("error", message) or, if this process dies, the exit signal.
+It receives jobs over the connection on FD (one for a run; many for a bisect, which so imports
+TensorFlow once), runs the original and the fused GraphDef with TensorFlow (or through the
+Ascend adapter), reports progress, and sends back the outputs, the profile and any probed
+tensors' comparison (a layerwise compare). Anything that goes wrong inside TensorFlow stays in
+this process; the parent sees an ("error", message) or, if this process dies, the exit signal.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from typing import Any
 from core import proto
 from core.errors import FuseLensError
 from core.graph import Graph
-from core.runtime import lowering
 from core.runtime.profile import KernelEvent, build_graph_run, label_op
 
 # Test hook: "SIGNAL@PHASE" (e.g. "SIGSEGV@run") makes the child kill itself with SIGNAL on
@@ -90,6 +90,10 @@ def step_events(step: int, step_stats: Any) -> list[KernelEvent]:
 
 
 def run_job(job: dict[str, Any], report: Reporter) -> dict[str, Any]:
+    """Run every graph of the job; timed ones get warm-up and timed steps (one after the other, or
+    step by step in turn with `interleave`, so drift on a busy machine hits both alike), probe-only
+    ones (a layerwise compare's stage graphs) one step. Probed tensors are compared here, so only
+    the figures travel back."""
     report.progress("", "starting")
     from core.runtime import backends
 
@@ -104,25 +108,125 @@ def run_job(job: dict[str, Any], report: Reporter) -> dict[str, Any]:
     else:
         config = backends.session_config(backend, grappler=job["grappler"])
         config_for = lambda label: config  # noqa: E731
-    graphs, outputs = {}, {}
-    for label, data, fetches in job["graphs"]:
-        graph = Graph.from_bytes(data, source=label, validate=False)
-        execution = lowering.execution_plan(graph, backend)  # the graph as named; a lowered copy runs
-        events, times, values = _run_graph(tf, label, lowering.lower(graph, execution), fetches, job,
-                                           config_for(label), report)
+    graphs, outputs, probed = {}, {}, {}
+    timed = [spec for spec in job["graphs"] if spec.get("timed", True)]
+    together = job.get("interleave") and len(timed) > 1
+    if together:
+        sides: list[_Side] = []
+        try:
+            for spec in timed:
+                sides.append(_Side(tf, spec, job, config_for(spec["label"]), report))
+            for side in sides:
+                side.warm_up()
+            for step in range(job["steps"]):
+                for side in sides:
+                    side.step(step)
+            for side in sides:
+                outputs[side.label], graphs[side.label] = side.values, side.graph_run(job)
+                probed[side.label] = side.probe()
+        finally:
+            for side in sides:
+                side.close()
+    for spec in job["graphs"]:
+        if together and spec.get("timed", True):
+            continue
+        side = _Side(tf, spec, job, config_for(spec["label"]), report)
+        try:
+            if spec.get("timed", True):
+                side.warm_up()
+                for step in range(job["steps"]):
+                    side.step(step)
+            probed[side.label] = side.probe()
+        finally:
+            side.close()
+        outputs[side.label] = side.values
+        if not spec.get("timed", True):
+            continue
         if npu_dir is not None:
             from core.runtime import msprof, npu_session
 
-            report.progress(label, "export")
-            npu_session.msprof_export(str(npu_dir / label))
-            run = msprof.import_graph_run(npu_dir / label, label, graph)
-            run.step_times_us = [round(t, 3) for t in times]
+            report.progress(side.label, "export")
+            npu_session.msprof_export(str(npu_dir / side.label))
+            run = msprof.import_graph_run(npu_dir / side.label, side.label, side.graph)
+            run.step_times_us = [round(t, 3) for t in side.times]
         else:
-            run = build_graph_run(label, graph, events, times, job["steps"])
-        run.execution = execution
-        graphs[label] = run
-        outputs[label] = values
-    return {"graphs": graphs, "outputs": outputs}
+            run = side.graph_run(job)
+        graphs[side.label] = run
+    return {"graphs": graphs, "outputs": outputs, "probes": _compare_probes(job, probed)}
+
+
+def _compare_probes(job: dict[str, Any], probed: dict[str, dict[str, Any]]) -> list[Any]:
+    """One comparison per (original label, tensor, other label, tensor) pair the job asked for."""
+    from core.runtime.compare import compare_arrays
+
+    found = []
+    for original_label, original, label, tensor in job.get("probe_pairs", []):
+        a, b = probed.get(original_label, {}).get(original), probed.get(label, {}).get(tensor)
+        found.append(None if a is None or b is None else
+                     compare_arrays(a, b, original_name=original, fused_name=tensor))
+    return found
+
+
+class _Side:
+    """One graph in its own TensorFlow session: warm-up, timed steps (wall time, step stats), probes."""
+
+    def __init__(self, tf: Any, spec: dict[str, Any], job: dict[str, Any], config: Any, report: Reporter):
+        self.tf, self.spec, self.report = tf, spec, report
+        self.label, self.fetches = spec["label"], list(spec["fetches"])
+        self.graph = Graph.from_bytes(spec["data"], source=self.label, validate=False)
+        self.warmup = job["warmup"]
+        self.steps = job["steps"]
+        self.trace = job["trace"] and job["backend"] != "npu"
+        self.events: list[KernelEvent] = []
+        self.times: list[float] = []
+        self.values: dict[str, Any] = {}
+        report.progress(self.label, "import")
+        tf_graph = tf.Graph()
+        try:
+            with tf_graph.as_default():
+                tf.graph_util.import_graph_def(proto.to_tf(self.graph.graph_def), name="")
+        except (ValueError, TypeError, tf.errors.OpError) as e:
+            raise JobError(tf_error_message(self.label, e)) from None
+        self.feeds = {f"{name}:0": value for name, value in job["feeds"].items() if name in self.graph}
+        self.options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE) if self.trace else None
+        self.session = tf.compat.v1.Session(graph=tf_graph, config=config)
+
+    def _run(self, fetches: list[str], **kwargs: Any) -> list[Any]:
+        try:
+            return self.session.run(fetches, self.feeds, **kwargs)
+        except self.tf.errors.OpError as e:
+            raise JobError(tf_error_message(self.label, e)) from None
+
+    def warm_up(self) -> None:
+        for step in range(self.warmup):
+            self.report.progress(self.label, "warmup", step + 1, self.warmup)
+            self._run(self.fetches)
+
+    def step(self, step: int) -> None:
+        """One timed step: its wall time, its step stats when traced, the fetched outputs."""
+        self.report.progress(self.label, "run", step + 1, self.steps)
+        metadata = self.tf.compat.v1.RunMetadata() if self.trace else None
+        start = time.perf_counter()
+        values = self._run(self.fetches, options=self.options, run_metadata=metadata)
+        self.times.append((time.perf_counter() - start) * 1e6)
+        if self.trace:
+            self.events += step_events(step, metadata.step_stats)
+        self.values = dict(zip(self.fetches, values))
+
+    def probe(self) -> dict[str, Any]:
+        """The probed tensors of one more (untimed) step: fetching inner tensors changes what
+        Grappler may fuse, so they are never fetched in a timed step."""
+        tensors = list(self.spec.get("probes", ()))
+        if not tensors:
+            return {}
+        self.report.progress(self.label, "layers")
+        return dict(zip(tensors, self._run(tensors)))
+
+    def graph_run(self, job: dict[str, Any]) -> Any:
+        return build_graph_run(self.label, self.graph, self.events, self.times, job["steps"])
+
+    def close(self) -> None:
+        self.session.close()
 
 
 def _npu_configs(tf: Any, job: dict[str, Any], root: Path) -> Any:
@@ -137,49 +241,21 @@ def _npu_configs(tf: Any, job: dict[str, Any], root: Path) -> Any:
                                                         str(root / label))
 
 
-def _run_graph(tf: Any, label: str, graph: Graph, fetches: list[str], job: dict[str, Any], config: Any,
-               report: Reporter) -> tuple[list[KernelEvent], list[float], dict[str, Any]]:
-    report.progress(label, "import")
-    tf_graph = tf.Graph()
-    try:
-        with tf_graph.as_default():
-            tf.graph_util.import_graph_def(proto.to_tf(graph.graph_def), name="")
-    except (ValueError, TypeError, tf.errors.OpError) as e:
-        raise JobError(tf_error_message(label, e)) from None
-    feeds = {f"{name}:0": value for name, value in job["feeds"].items() if name in graph}
-    trace = job["trace"] and job["backend"] != "npu"
-    options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE) if trace else None
-    events: list[KernelEvent] = []
-    times: list[float] = []
-    values: list[Any] = []
-    try:
-        with tf.compat.v1.Session(graph=tf_graph, config=config) as session:
-            for step in range(job["warmup"]):
-                report.progress(label, "warmup", step + 1, job["warmup"])
-                session.run(fetches, feeds)
-            for step in range(job["steps"]):
-                report.progress(label, "run", step + 1, job["steps"])
-                metadata = tf.compat.v1.RunMetadata() if trace else None
-                start = time.perf_counter()
-                values = session.run(fetches, feeds, options=options, run_metadata=metadata)
-                times.append((time.perf_counter() - start) * 1e6)
-                if trace:
-                    events += step_events(step, metadata.step_stats)
-    except tf.errors.OpError as e:
-        raise JobError(tf_error_message(label, e)) from None
-    return events, times, dict(zip(fetches, values))
-
-
 def main(fd: int) -> int:
+    """Serve jobs until the parent closes the connection: a bisect sends many, importing TensorFlow once."""
     conn = Connection(fd)
-    job = conn.recv()
-    report = Reporter(conn)
-    try:
-        conn.send(("result", run_job(job, report)))
-    except (JobError, FuseLensError) as e:
-        conn.send(("error", str(e)))
-    except Exception as e:  # the parent must get a worded error, not a silent exit
-        conn.send(("error", f"the run failed: {type(e).__name__}: {str(e).strip()[:500]}"))
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            break
+        report = Reporter(conn)
+        try:
+            conn.send(("result", run_job(job, report)))
+        except (JobError, FuseLensError) as e:
+            conn.send(("error", str(e)))
+        except Exception as e:  # the parent must get a worded error, not a silent exit
+            conn.send(("error", f"the run failed: {type(e).__name__}: {str(e).strip()[:500]}"))
     conn.close()
     return 0
 

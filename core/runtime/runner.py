@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
@@ -25,10 +24,8 @@ from core.graph import Graph
 from core.runtime.backends import BACKENDS
 from core.runtime.childproc import ChildProcess
 from core.runtime.compare import compare_outputs, pair_outputs
-from core.runtime.result import RunResult
+from core.runtime.result import OutputComparison, RunResult
 from core.runtime.switch_file import PassChoice
-
-# TensorFlow's informational start-up lines, left out of the "last output" of a dead child.
 
 
 @dataclass(frozen=True)
@@ -67,6 +64,19 @@ class RunRequest:
     grappler: bool = True  # off: the graphs run as written (Grappler would compose Abs+Relu into one kernel)
     original_to_final: Mapping[str, Sequence[str]] | None = None  # provenance, to pair renamed outputs
     profiling_dir: str | None = None  # NPU: where msprof data goes (default: a temp folder)
+    layers: Sequence[LayerProbe] = ()  # a layerwise compare: inner tensors compared after the timed steps
+    interleave: bool = False  # time both graphs step by step in turn (a time bisect), not one after the other
+
+
+@dataclass(frozen=True)
+class LayerProbe:
+    """Inner tensors to compare with the original's on the same inputs: `pairs` of (original tensor,
+    tensor of `graph`); `graph` None is the fused graph itself, else a graph run once for it (the
+    graph after one pass, so a match is judged with only the passes before it applied)."""
+
+    label: str
+    pairs: Sequence[tuple[str, str]]
+    graph: Graph | bytes | None = None
 
 
 def as_graph(value: Graph | bytes | str | os.PathLike[str], what: str) -> Graph:
@@ -135,8 +145,28 @@ def prepare_job(request: RunRequest) -> tuple[dict[str, Any], list[tuple[str, st
         graphs = [("original", original, [f"{o}:0" for o in original.outputs()])]
     if request.backend == "npu" and request.config is None:
         raise FuseLensError("the npu backend needs the pass configuration (RunRequest.config) for its switches")
+    if request.backend == "npu" and (request.layers or request.interleave):
+        raise FuseLensError("a layerwise compare or an interleaved timing runs on the cpu or gpu backend")
+    specs = [{"label": label, "data": g.graph_def.SerializeToString(), "fetches": fetches, "probes": []}
+             for label, g, fetches in graphs]
+    probe_pairs = []
+    for layer in request.layers:
+        if layer.graph is None:
+            if fused is None:
+                raise FuseLensError(f"layer probe {layer.label!r} names the fused graph, but the run has none")
+            spec = specs[1]
+        else:
+            spec = {"label": layer.label, "data": as_graph(layer.graph, layer.label).graph_def.SerializeToString(),
+                    "fetches": [], "probes": [], "timed": False}
+            specs.append(spec)
+        for original_tensor, tensor in layer.pairs:
+            specs[0]["probes"].append(original_tensor)
+            spec["probes"].append(tensor)
+            probe_pairs.append(("original", original_tensor, spec["label"], tensor))
+    for spec in specs:
+        spec["probes"] = list(dict.fromkeys(spec["probes"]))
     job = {
-        "graphs": [(label, g.graph_def.SerializeToString(), fetches) for label, g, fetches in graphs],
+        "graphs": specs, "probe_pairs": probe_pairs, "interleave": request.interleave,
         "feeds": feeds, "backend": request.backend, "steps": request.steps, "warmup": request.warmup,
         "trace": request.trace, "grappler": request.grappler,
         "switches": request.config.to_switch_forms() if request.backend == "npu" else None,
@@ -145,20 +175,89 @@ def prepare_job(request: RunRequest) -> tuple[dict[str, Any], list[tuple[str, st
     return job, pairs
 
 
-class RunHandle:
-    """A run in progress: `cancel()`, `done()`, `progress`, `result(timeout)`.
+class RunnerProcess:
+    """A run child kept for several runs (a bisect sends dozens): TensorFlow is imported once.
 
-    `on_progress` is called from the handle's worker thread (a GUI forwards it to its own thread).
+    One run at a time. A run that fails inside TensorFlow leaves the child serving; one that is
+    cancelled, times out or kills the child stops it, and the next run starts a fresh one.
     """
 
-    def __init__(self, request: RunRequest, on_progress: Callable[[Progress], None] | None = None):
+    def __init__(self) -> None:
+        self._child: ChildProcess | None = None
+        self.pid: int | None = None  # the last child's, kept after it ended (tests check it is gone)
+
+    def execute(self, job: dict[str, Any], *, deadline: float | None, timeout: float | None,
+                cancelled: Callable[[], bool], on_progress: Callable[[Progress], None]) -> dict[str, Any]:
+        """Send one job and wait for its payload; FuseLensError worded for the user otherwise."""
+        if self._child is None or not self._child.alive():
+            self.close()
+            self._child = ChildProcess("core.runtime.child")
+            self.pid = self._child.pid
+        child = self._child
+        progress: list[Progress] = []
+
+        def where() -> str:
+            return f" (at {progress[-1]})" if progress else ""
+
+        def fail(message: str) -> FuseLensError:
+            self.close()
+            return FuseLensError(message)
+
+        with contextlib.suppress(OSError):  # a child that died before reading: its exit status says why
+            child.conn.send(job)
+        while True:
+            if cancelled():
+                raise fail(f"run cancelled{where()}; the child process was stopped")
+            wait = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
+            if wait <= 0:
+                raise fail(f"run timed out after {timeout:g} s{where()}; the child process was stopped")
+            try:
+                message = child.conn.recv() if child.conn.poll(wait) else None
+            except (EOFError, OSError):
+                raise fail(f"the run's child process {child.death_reason()}{where()}") from None
+            if message is None:
+                if not child.alive() and not child.conn.poll(0):
+                    raise fail(f"the run's child process {child.death_reason()}{where()}")
+                continue
+            kind, body = message
+            if kind == "progress":
+                progress.append(Progress(**body))
+                on_progress(progress[-1])
+            elif kind == "error":
+                raise FuseLensError(body)
+            else:
+                return body
+
+    def close(self) -> None:
+        if self._child is not None:
+            self._child.stop()
+            self._child = None
+
+    def __enter__(self) -> RunnerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RunHandle:
+    """A run in progress: `cancel()`, `done()`, `progress`, `result(timeout)`; after it, `layers`.
+
+    `on_progress` is called from the handle's worker thread (a GUI forwards it to its own thread).
+    With a `process`, the run goes to that long-lived child (left running afterwards).
+    """
+
+    def __init__(self, request: RunRequest, on_progress: Callable[[Progress], None] | None = None,
+                 process: RunnerProcess | None = None):
         self.request = request
         self.progress: Progress | None = None
+        self.layers: dict[str, list[OutputComparison | None]] = {}  # per LayerProbe label, as its pairs
         self._on_progress = on_progress
         self._cancel = threading.Event()
         self._result: RunResult | None = None
         self._error: FuseLensError | None = None
-        self._child: ChildProcess | None = None
+        self._process = process or RunnerProcess()
+        self._own_process = process is None
         self._started = time.monotonic()
         job, pairs = prepare_job(request)
         self._thread = threading.Thread(target=self._work, args=(job, pairs), name="fuselens-run", daemon=True)
@@ -173,7 +272,7 @@ class RunHandle:
 
     @property
     def pid(self) -> int | None:
-        return self._child.pid if self._child else None
+        return self._process.pid
 
     def result(self, timeout: float | None = None) -> RunResult:
         """Wait for the run; raises FuseLensError if it failed, TimeoutError if still running after `timeout`."""
@@ -187,59 +286,33 @@ class RunHandle:
 
     # ---- worker thread ------------------------------------------------------------------
     def _work(self, job: dict[str, Any], pairs: list[tuple[str, str]]) -> None:
+        process = self._process
+        timeout = self.request.timeout
         try:
-            payload = self._talk_to_child(job)
+            payload = process.execute(job, deadline=self._started + timeout if timeout else None, timeout=timeout,
+                                      cancelled=self._cancel.is_set, on_progress=self._progressed)
             self._result = self._build_result(payload, pairs)
+            self.layers = self._split_layers(job, payload.get("probes", []))
         except FuseLensError as e:
             self._error = e
         except Exception as e:  # a bug here must still end the run with an error, not a hung handle
             self._error = FuseLensError(f"the run failed: {type(e).__name__}: {e}")
-
-    def _talk_to_child(self, job: dict[str, Any]) -> dict[str, Any]:
-        self._child = child = ChildProcess("core.runtime.child")
-        try:
-            with contextlib.suppress(OSError):  # a child that died before reading: its exit status says why
-                child.conn.send(job)
-            return self._receive(child.conn)
         finally:
-            child.stop()
+            if self._own_process:
+                process.close()
 
-    def _receive(self, conn: Connection) -> dict[str, Any]:
-        timeout = self.request.timeout
-        deadline = self._started + timeout if timeout else None
-        while True:
-            if self._cancel.is_set():
-                self._child.stop()
-                raise FuseLensError(f"run cancelled{self._where()}; the child process was stopped")
-            wait = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
-            if wait <= 0:
-                self._child.stop()
-                raise FuseLensError(f"run timed out after {timeout:g} s{self._where()}; "
-                                    f"the child process was stopped")
-            try:
-                ready = conn.poll(wait)
-                message = conn.recv() if ready else None
-            except (EOFError, OSError):
-                raise FuseLensError(self._death_message()) from None
-            if message is None:
-                if not self._child.alive() and not conn.poll(0):
-                    raise FuseLensError(self._death_message())
-                continue
-            kind, body = message
-            if kind == "progress":
-                self.progress = Progress(**body)
-                if self._on_progress:
-                    self._on_progress(self.progress)
-            elif kind == "error":
-                raise FuseLensError(body)
-            else:
-                return body
+    def _progressed(self, progress: Progress) -> None:
+        self.progress = progress
+        if self._on_progress:
+            self._on_progress(progress)
 
-    def _where(self) -> str:
-        return f" (at {self.progress})" if self.progress else ""
-
-    def _death_message(self) -> str:
-        return f"the run's child process {self._child.death_reason()}{self._where()}"
+    def _split_layers(self, job: dict[str, Any], found: list[OutputComparison | None]
+                      ) -> dict[str, list[OutputComparison | None]]:
+        layers: dict[str, list[OutputComparison | None]] = {layer.label: [] for layer in self.request.layers}
+        labels = [layer.label for layer in self.request.layers for _ in layer.pairs]
+        for label, comparison in zip(labels, found):
+            layers[label].append(comparison)
+        return layers
 
     def _build_result(self, payload: dict[str, Any], pairs: list[tuple[str, str]]) -> RunResult:
         request = self.request
@@ -251,14 +324,14 @@ class RunHandle:
                          seconds=round(time.monotonic() - self._started, 3))
 
 
-def start_run(request: RunRequest, on_progress: Callable[[Progress], None] | None = None) -> RunHandle:
+def start_run(request: RunRequest, on_progress: Callable[[Progress], None] | None = None,
+              process: RunnerProcess | None = None) -> RunHandle:
     """Start a run in a child process and return at once; bad input raises FuseLensError here."""
-    return RunHandle(request, on_progress)
+    return RunHandle(request, on_progress, process)
 
 
-def run(request: RunRequest, on_progress: Callable[[Progress], None] | None = None) -> RunResult:
-    """Start a run and wait for it (the CLI; Ctrl-C stops the child)."""
-    handle = start_run(request, on_progress)
+def wait(handle: RunHandle) -> RunResult:
+    """Wait for a run (the CLI; Ctrl-C stops the child)."""
     try:
         while not handle.done():
             handle._thread.join(0.2)
@@ -267,3 +340,9 @@ def run(request: RunRequest, on_progress: Callable[[Progress], None] | None = No
         handle._thread.join()
         raise
     return handle.result()
+
+
+def run(request: RunRequest, on_progress: Callable[[Progress], None] | None = None,
+        process: RunnerProcess | None = None) -> RunResult:
+    """Start a run and wait for it."""
+    return wait(start_run(request, on_progress, process))
