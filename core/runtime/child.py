@@ -22,6 +22,7 @@ from typing import Any
 from core import proto
 from core.errors import FuseLensError
 from core.graph import Graph
+from core.runtime import lowering
 from core.runtime.profile import KernelEvent, build_graph_run, label_op
 
 # Test hook: "SIGNAL@PHASE" (e.g. "SIGSEGV@run") makes the child kill itself with SIGNAL on
@@ -174,6 +175,7 @@ class _Side:
         self.tf, self.spec, self.report = tf, spec, report
         self.label, self.fetches = spec["label"], list(spec["fetches"])
         self.graph = Graph.from_bytes(spec["data"], source=self.label, validate=False)
+        self.execution = lowering.execution_plan(self.graph, job["backend"])  # a lowered copy runs
         self.warmup = job["warmup"]
         self.steps = job["steps"]
         self.trace = job["trace"] and job["backend"] != "npu"
@@ -184,7 +186,8 @@ class _Side:
         tf_graph = tf.Graph()
         try:
             with tf_graph.as_default():
-                tf.graph_util.import_graph_def(proto.to_tf(self.graph.graph_def), name="")
+                tf.graph_util.import_graph_def(
+                    proto.to_tf(lowering.lower(self.graph, self.execution).graph_def), name="")
         except (ValueError, TypeError, tf.errors.OpError) as e:
             raise JobError(tf_error_message(self.label, e)) from None
         self.feeds = {f"{name}:0": value for name, value in job["feeds"].items() if name in self.graph}
@@ -223,7 +226,9 @@ class _Side:
         return dict(zip(tensors, self._run(tensors)))
 
     def graph_run(self, job: dict[str, Any]) -> Any:
-        return build_graph_run(self.label, self.graph, self.events, self.times, job["steps"])
+        run = build_graph_run(self.label, self.graph, self.events, self.times, job["steps"])
+        run.execution = self.execution
+        return run
 
     def close(self) -> None:
         self.session.close()
