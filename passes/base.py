@@ -96,6 +96,9 @@ class FusionPass:
     general: ClassVar[bool] = False  # general passes are always on and cannot be switched off
     default_enabled: ClassVar[bool] = True
     order: ClassVar[int] = 100  # order inside the family (toolchain registration order)
+    # Earlier FuseLens ids of this pass: saved configurations, switch files and scope lists that
+    # name it so still load (PassConfig resolves them with a one-line notice).
+    aliases: ClassVar[tuple[str, ...]] = ()
     # Ops a weight is seen through (Graph.const_chain): what counts as a constant for this pass.
     constant_through: ClassVar[frozenset[str]] = FORWARDING_OPS
 

@@ -28,9 +28,9 @@ from core.runtime.switch_file import FusionSwitches, SwitchForms, parse_switch_f
 from passes.autofuse.flags import AutofuseFlags, parse_autofuse_flags
 from passes.base import FusionPass
 from passes.registry import catalog as builtin_catalog
+from passes.registry import find_pass
 from passes.scope.user_rules import UserRule, catalog_with_rules, load_rule_file
-
-AUTOFUSE_PASS_ID = "AutoFusePass"
+from passes.toolchain import AUTOFUSE_PASS_ID, fused_switches, passes_for_ge_name, scope_names
 
 
 def split_ids(values: Iterable[str] | str | None) -> list[str]:
@@ -104,7 +104,8 @@ class PassConfig:
         return list(self._catalog)
 
     def get_pass(self, pass_id: str) -> type[FusionPass]:
-        found = next((c for c in self._catalog if c.id == pass_id), None)
+        """The pass by id, or by an earlier id (alias) with a one-line notice."""
+        found = find_pass(self._catalog, pass_id)
         if found is None:
             raise FuseLensError(f"unknown pass {pass_id!r}; known passes: {', '.join(c.id for c in self._catalog)}")
         return found
@@ -114,7 +115,8 @@ class PassConfig:
         return [c.id for c in self._catalog if c.general or c.id in self.enabled]
 
     def is_enabled(self, pass_id: str) -> bool:
-        return self.get_pass(pass_id).general or pass_id in self.enabled
+        found = self.get_pass(pass_id)
+        return found.general or found.id in self.enabled
 
     def options(self) -> dict[str, Any]:
         """What every pass instance receives."""
@@ -140,12 +142,12 @@ class PassConfig:
         """`enable_scope_fusion_passes`: the named scope passes on; with `exclusive`, the other
         non-general scope passes off (the list is the whole scope switch, as the toolchain reads it)."""
         names = split_ids(text)
-        scope = {c.id for c in self._catalog if c.family == "scope"}
+        scope_passes = [c for c in self._catalog if c.family == "scope"]
         for name in names:
-            if name not in scope:
+            if find_pass(scope_passes, name) is None:
                 raise FuseLensError(f"enable_scope_fusion_passes: unknown scope fusion pass {name!r}; "
-                                    f"known: {', '.join(c.id for c in self._catalog if c.family == 'scope')}")
-        enabled = self.enabled - scope if exclusive else self.enabled
+                                    f"known: {', '.join(c.id for c in scope_passes)}")
+        enabled = self.enabled - {c.id for c in scope_passes} if exclusive else self.enabled
         return replace(self, enabled=enabled | set(self._switchable(names)))
 
     def with_autofuse_flags(self, text: str | AutofuseFlags) -> PassConfig:
@@ -155,22 +157,30 @@ class PassConfig:
         return replace(self, autofuse=replace(flags, enable_autofuse=True), enabled=on)
 
     def with_switch_file(self, source: str | Path, text: str | None = None) -> PassConfig:
-        """A fusion switch file (path, or `text` read from `source`): passes it names switch as it says,
-        `ALL` under GraphFusion switches every other switchable pass; names of no FuseLens pass are kept for export."""
+        """A fusion switch file (path, or `text` read from `source`): `ALL` under GraphFusion switches every
+        switchable pass; a GE/FE pass FuseLens models switches every FuseLens pass folding the same structure
+        (ConvBatchnormFusionPass: the conv and the depthwise BatchNorm folds); a FuseLens id (or earlier id)
+        then switches its own pass; names of no FuseLens pass are kept for export."""
         if text is None:
             try:
                 text = Path(source).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as e:
                 raise FuseLensError(f"{source}: cannot read the switch file ({e})") from None
         switches = parse_switch_file(text, str(source))
-        known = {c.id: c for c in self._catalog}
         enabled = set(self.enabled)
         foreign = FusionSwitches()
         for entries, foreign_entries in zip(switches.sections().values(), foreign.sections().values()):
             everything = entries.get("ALL") if entries is switches.graph_fusion else None  # UB fusion is GE's alone
-            states = {c.id: everything for c in known.values() if everything and not c.general}
-            states.update({name: state for name, state in entries.items() if name in known and not known[name].general})
-            foreign_entries.update({name: state for name, state in entries.items() if name not in known})
+            states = {c.id: everything for c in self._catalog if everything and not c.general}
+            by_device = {name: passes_for_ge_name(self._catalog, name) for name in entries}
+            by_id = {name: find_pass(self._catalog, name) for name in entries if not by_device[name]}
+            for name, state in entries.items():  # a GE/FE pass first, so a FuseLens id entry can refine it
+                states.update({c.id: state for c in by_device[name] if not c.general})
+            for name, found in by_id.items():
+                if found is None:
+                    foreign_entries[name] = entries[name]
+                elif not found.general:
+                    states[found.id] = entries[name]
             for name, state in states.items():
                 (enabled.add if state == "on" else enabled.discard)(name)
         return replace(self, enabled=frozenset(enabled), foreign_switches=foreign)
@@ -188,26 +198,32 @@ class PassConfig:
 
     def with_skipped(self, match_ids: Iterable[str]) -> PassConfig:
         """Matches (`PassId:anchor`) the user keeps out of fusion while their pass stays on."""
-        ids = [check_match_id(m, "skipped match") for m in match_ids]
+        ids = [self._canonical_match_id(check_match_id(m, "skipped match")) for m in match_ids]
         return replace(self, skipped_matches=self.skipped_matches | frozenset(ids))
+
+    def _canonical_match_id(self, match_id: str) -> str:
+        """`OldId:anchor` -> `NewId:anchor`, so a skip saved under a pass's earlier id still applies."""
+        pass_id, _, anchor = match_id.partition(":")
+        found = find_pass(self._catalog, pass_id)
+        return f"{found.id}:{anchor}" if found is not None else match_id
 
     def without_skipped(self, match_ids: Iterable[str]) -> PassConfig:
         return replace(self, skipped_matches=self.skipped_matches - frozenset(match_ids))
 
     # ---- export ------------------------------------------------------------------------------
     def scope_list(self) -> str:
-        """The `enable_scope_fusion_passes` value: non-general scope passes on, in toolchain order."""
-        return ",".join(c.id for c in self._catalog if c.family == "scope" and not c.general and c.id in self.enabled)
+        """The `enable_scope_fusion_passes` value: the toolchain's registered names of the non-general scope
+        passes on, in toolchain order (passes/toolchain.py; a user rule has none)."""
+        return ",".join(scope_names(self))
 
     def autofuse_flags(self) -> str:
         """The `AUTOFUSE_FLAGS` value; `--enable_autofuse=false` when AutoFuse is switched off."""
         return replace(self.autofuse, enable_autofuse=AUTOFUSE_PASS_ID in self.enabled).to_string()
 
     def switch_file(self) -> FusionSwitches:
-        """Every FuseLens pass with its state (general ones on), then the imported foreign entries."""
-        graph_fusion = {c.id: "on" if c.general or c.id in self.enabled else "off" for c in self._catalog}
-        foreign = self.foreign_switches
-        return FusionSwitches(graph_fusion={**foreign.graph_fusion, **graph_fusion}, ub_fusion=dict(foreign.ub_fusion))
+        """The fusion switch file: GE/FE pass names only (the device passes FuseLens's folds stand for, see
+        passes/toolchain.py), then the imported entries of GE passes FuseLens does not model."""
+        return fused_switches(self)
 
     def to_switch_forms(self) -> SwitchForms:
         return SwitchForms(split_ids(self.scope_list()), self.autofuse_flags(), self.switch_file())
@@ -227,7 +243,8 @@ class PassConfig:
             config = config.with_autofuse_flags(data.get("autofuse_flags", ""))
             config = replace(config, enabled=frozenset(config._switchable(data.get("enabled", []))))
             foreign = data.get("foreign_switches", {})
-            return replace(config, skipped_matches=frozenset(data.get("skipped_matches", [])),
+            skipped = frozenset(map(config._canonical_match_id, data.get("skipped_matches", [])))
+            return replace(config, skipped_matches=skipped,
                            foreign_switches=FusionSwitches(graph_fusion=dict(foreign.get("GraphFusion", {})),
                                                            ub_fusion=dict(foreign.get("UBFusion", {}))))
         except (AttributeError, TypeError) as e:

@@ -8,6 +8,8 @@ are not registered here: they belong to the `PassConfig` that loads them.
 from __future__ import annotations
 
 import importlib
+import logging
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -48,27 +50,63 @@ def catalog() -> list[type[FusionPass]]:
 
 
 def get_pass(pass_id: str) -> type[FusionPass]:
-    """A built-in pass by id (a configuration's user rules: `PassConfig.get_pass`)."""
-    known = {c.id: c for c in catalog()}
-    if pass_id not in known:
-        raise FuseLensError(f"unknown pass {pass_id!r}; known passes: {', '.join(known)}")
-    return known[pass_id]
+    """A built-in pass by id or earlier id (a configuration's user rules: `PassConfig.get_pass`)."""
+    found = find_pass(catalog(), pass_id)
+    if found is None:
+        raise FuseLensError(f"unknown pass {pass_id!r}; known passes: {', '.join(c.id for c in catalog())}")
+    return found
+
+
+class _StderrNotice(logging.Handler):
+    """One bare line on the stderr of the moment (pytest's capture, a redirected CLI), whoever set up logging."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(record.getMessage(), file=sys.stderr)
+
+
+_NOTICE = logging.getLogger("fuselens.notice")
+if not _NOTICE.handlers:
+    _NOTICE.addHandler(_StderrNotice())
+    _NOTICE.propagate = False
+_noticed: set[str] = set()
+
+
+def find_pass(passes: Iterable[type[FusionPass]], pass_id: str) -> type[FusionPass] | None:
+    """The pass with this id, else the one that had it as an earlier id (`FusionPass.aliases`): saved
+    configurations and switch files keep working, and the first use of an old id in a process says so
+    in one line on stderr (the `fuselens.notice` logger)."""
+    passes = list(passes)
+    found = next((c for c in passes if c.id == pass_id), None)
+    if found is not None:
+        return found
+    found = next((c for c in passes if pass_id in c.aliases), None)
+    if found is not None and pass_id not in _noticed:
+        _noticed.add(pass_id)
+        _NOTICE.warning(f"fuselens: notice: pass {pass_id} is now called {found.id} (the toolchain's registered "
+                        f"name); the old id still works")
+    return found
 
 
 def catalog_rows(passes: Iterable[type[FusionPass]] | None = None) -> list[dict[str, object]]:
     """The catalog as rows (the CLI's `passes --json`, the README's table)."""
+    from passes.toolchain import switch_of
+
     return [{"id": c.id, "family": c.family, "title": c.title, "general": c.general,
-             "default_enabled": c.general or c.default_enabled, "order": c.order, "description": c.description}
+             "default_enabled": c.general or c.default_enabled, "order": c.order, "description": c.description,
+             "aliases": list(c.aliases), "toolchain": switch_of(c).describe()}
             for c in (catalog() if passes is None else passes)]
 
 
 def catalog_markdown() -> str:
     """The README's pass table, generated from the catalog (`fuselens passes --markdown`)."""
-    lines = ["| pass | family | default | what it does |", "|---|---|---|---|"]
+    lines = ["| pass | family | default | toolchain switch | what it does |", "|---|---|---|---|---|"]
     for row in catalog_rows():
         state = "general (always on)" if row["general"] else ("on" if row["default_enabled"] else "off")
         description = " ".join(str(row["description"]).split()).replace("|", "\\|")
-        lines.append(f"| `{row['id']}` | {FAMILY_TITLES[str(row['family'])]} | {state} | {description} |")
+        if row["aliases"]:
+            description += " Earlier id: " + ", ".join(f"`{a}`" for a in row["aliases"]) + " (still accepted)."
+        lines.append(f"| `{row['id']}` | {FAMILY_TITLES[str(row['family'])]} | {state} | {row['toolchain']} "
+                     f"| {description} |")
     return "\n".join(lines) + "\n"
 
 
@@ -112,12 +150,14 @@ def run_pipeline(
     *,
     progress: Callable[[str, int, int], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
+    families: Iterable[str] = FAMILIES,
 ) -> PipelineResult:
     """Apply a configuration's passes in toolchain order; the input graph is not modified.
 
     `config` is a PassConfig, or pass ids to switch on (a shorthand for `PassConfig.from_ids`), or
     None for the defaults. `progress(pass_id, i, n)` is called before each pass; `cancelled()` is
-    checked between passes.
+    checked between passes. `families` keeps only those passes (the NPU bundle's fused graph is the
+    AMCT passes' alone: the toolchain does scope fusion and AutoFuse itself).
     """
     from passes.config import PassConfig
 
@@ -126,7 +166,8 @@ def run_pipeline(
     elif not isinstance(config, PassConfig):
         config = PassConfig.from_ids(config)
     start = time.perf_counter()
-    ids = config.pass_ids()
+    kept = set(families)
+    ids = [pass_id for pass_id in config.pass_ids() if config.get_pass(pass_id).family in kept]
     provenance = Provenance(tuple(graph.nodes))
     pipeline = PipelineResult(graph, graph, config, provenance=provenance)
     current = graph

@@ -8,6 +8,7 @@ as `custom_op.parameter_map["fusion_switch_file"]`.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -75,11 +76,20 @@ def _parse_json(text: str, source: str) -> FusionSwitches:
 
 @dataclass
 class SwitchForms:
-    """The chosen passes as the Ascend toolchain takes them: the three switch forms."""
+    """The chosen passes as the Ascend toolchain takes them: the three switch forms, plus the nodes
+    AutoFuse must leave alone (per-match skips)."""
 
-    scope_passes: list[str]  # enable_scope_fusion_passes (non-general scope passes switched on)
+    scope_passes: list[str]  # enable_scope_fusion_passes (registered names of non-general scope passes)
     autofuse_flags: str  # AUTOFUSE_FLAGS
-    fusion_switches: FusionSwitches
+    fusion_switches: FusionSwitches  # GE/FE pass names only
+    autofuse_skip_nodes: tuple[str, ...] = ()  # AUTOFUSE_DFX_FLAGS --skip_node_names_cfg, [ByNodeName]
+
+
+def skip_node_names_cfg(node_names: Sequence[str]) -> str:
+    """The .ini AUTOFUSE_DFX_FLAGS's `--skip_node_names_cfg` reads: one node name per line under
+    [ByNodeName] (its other section, [ByNodeType], skips whole op types)."""
+    return "# nodes AutoFuse keeps out of fusion (FuseLens per-match skips)\n[ByNodeName]\n" + "".join(
+        f"{name}\n" for name in node_names)
 
 
 class PassChoice(Protocol):

@@ -101,16 +101,19 @@ def ran(capsys, *argv: str) -> list[str]:
     return [p["pass"] for p in json.loads(capsys.readouterr().out)["passes"]]
 
 
-@pytest.mark.parametrize("text", [
-    '{"Switch": {"GraphFusion": {"ALL": "off", "ConvBatchnormFusionPass": "on"}, "UBFusion": {"ALL": "on"}}}',
-    "\n".join(f"{p}:off" for p in [*AMCT_ORDER, "AutoFusePass"] if p != "ConvBatchnormFusionPass")
-    + "\nConvBatchnormFusionPass:on\nTbeConvReluFusionPass:off\n",  # a GE pass FuseLens does not model is kept
+@pytest.mark.parametrize(("text", "depthwise"), [
+    # FE's ConvBatchnormFusionPass folds conv and depthwise BatchNorms alike: it switches both FuseLens folds
+    ('{"Switch": {"GraphFusion": {"ALL": "off", "ConvBatchnormFusionPass": "on"}, "UBFusion": {"ALL": "on"}}}',
+     ["DepthwiseConvBatchnormFusionPass"]),
+    ("\n".join(f"{p}:off" for p in [*AMCT_ORDER, "AutoFusePass"] if p != "ConvBatchnormFusionPass")
+     + "\nConvBatchnormFusionPass:on\nTbeConvReluFusionPass:off\n", []),  # a GE pass FuseLens does not model is kept
 ])
-def test_switch_file_decides_which_passes_run(tmp_path, capsys, text):
+def test_switch_file_decides_which_passes_run(tmp_path, capsys, text, depthwise):
     switches = tmp_path / "fusion_switch.cfg"
     switches.write_text(text)
     assert "AutoFusePass" in ran(capsys)
-    assert ran(capsys, "--switch-file", str(switches)) == ["ScopeLayerNormPass", "ConvBatchnormFusionPass"]
+    assert ran(capsys, "--switch-file", str(switches)) == ["ScopeLayerNormPass", "ConvBatchnormFusionPass",
+                                                           *depthwise]
     assert ran(capsys, "--switch-file", str(switches), "--enable", "AutoFusePass")[-1] == "AutoFusePass"
 
 

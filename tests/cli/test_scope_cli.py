@@ -64,9 +64,9 @@ def test_fuse_report_carries_scope_near_misses(capsys):
 
 def test_enable_scope_passes_switches_decode_on(tmp_path, capsys):
     out = tmp_path / "fused.pb"
-    assert cli_main(["fuse", "ssd_decode", "--enable-scope-passes", "ScopeDecodeBboxV2Pass,ScopeLayerNormPass",
+    assert cli_main(["fuse", "ssd_decode", "--enable-scope-passes", "DecodeBboxV2ScopeFusionPass,ScopeLayerNormPass",
                      "-o", str(out)]) == 0
-    assert "ScopeDecodeBboxV2Pass" in capsys.readouterr().out
+    assert "DecodeBboxV2ScopeFusionPass" in capsys.readouterr().out
     fused = load_model(str(out)).graph
     assert fused.attr("Postprocessor/Decode", FUSED_OP_TYPE_ATTR) == "DecodeBboxV2"
     assert_same_outputs(load_model("ssd_decode").graph, fused)

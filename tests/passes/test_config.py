@@ -42,10 +42,13 @@ def test_configurations_are_values():
 # ---- enable_scope_fusion_passes --------------------------------------------------------------------
 @pytest.mark.parametrize("names", [[], NON_GENERAL_SCOPE[:1], NON_GENERAL_SCOPE[::-1]])
 def test_scope_list_round_trip(names):
+    """The list holds the toolchain's registered names (DecodeBboxV2 under both of its), in toolchain order."""
     config = PassConfig.default().with_scope_list(",".join(names))
     text = config.scope_list()
-    assert set(filter(None, text.split(","))) == set(names)
-    assert text.split(",") == sorted(text.split(","), key=[c.id for c in catalog()].index) if text else True
+    listed = [config.get_pass(name).id for name in filter(None, text.split(","))]
+    assert set(listed) == set(names)
+    assert listed == sorted(listed, key=[c.id for c in catalog()].index)
+    assert ("ScopeDecodeBboxV2Pass" in text.split(",")) == ("DecodeBboxV2ScopeFusionPass" in names)
     assert PassConfig.default().with_scope_list(text) == config
     assert config.to_switch_forms().scope_passes == list(filter(None, text.split(",")))
 
@@ -83,15 +86,18 @@ def test_autofuse_switched_off_as_a_pass_says_so_in_the_flags():
 
 # ---- the fusion switch file ------------------------------------------------------------------------
 def test_switch_file_json_with_all_round_trip():
+    """FE's ConvBatchnormFusionPass folds conv and depthwise BatchNorms, so it switches both FuseLens folds;
+    the file written back holds GE/FE names only, never a FuseLens id the toolchain does not know."""
     text = json.dumps({"Switch": {
         "GraphFusion": {"ALL": "off", "ConvBatchnormFusionPass": "on", "SoftmaxFusionPass": "on"},
         "UBFusion": {"ALL": "off", "TbePool2dQuantFusionPass": "on"}}})
     config = PassConfig.default().with_switch_file("sw.json", text)
-    assert {p for p in SWITCHABLE if config.is_enabled(p)} == {"ConvBatchnormFusionPass"}
+    assert {p for p in SWITCHABLE if config.is_enabled(p)} == {"ConvBatchnormFusionPass",
+                                                               "DepthwiseConvBatchnormFusionPass"}
     exported = config.switch_file()
-    assert exported.graph_fusion["ALL"] == "off" and exported.graph_fusion["SoftmaxFusionPass"] == "on"
+    assert exported.graph_fusion == {"ALL": "off", "SoftmaxFusionPass": "on", "ConvBatchnormFusionPass": "on",
+                                     "AConv2dMulFusion": "off"}
     assert exported.ub_fusion == {"ALL": "off", "TbePool2dQuantFusionPass": "on"}  # foreign entries come back
-    assert exported.graph_fusion["ScopeLayerNormPass"] == "on"  # general: on whatever ALL says
     again = PassConfig.default().with_switch_file("again.json", exported.to_json_text())
     assert again == config
     assert parse_switch_file(again.to_switch_forms().fusion_switches.to_json_text()) == exported
@@ -100,12 +106,25 @@ def test_switch_file_json_with_all_round_trip():
 def test_switch_file_all_on_and_line_form_round_trip():
     config = PassConfig.from_ids([]).with_switch_file("sw.json", '{"Switch": {"GraphFusion": {"ALL": "on"}}}')
     assert all(config.is_enabled(p) for p in SWITCHABLE)
-    lines = "ConvBatchnormFusionPass:off\nRequantFusionPass:off\n# comment\nAutoFusePass:on\n"
+    lines = "ConvBatchnormFusionPass:off\nRequantFusionPass:off\n# comment\nAConv2dMulFusion:off\n"
     config = PassConfig.default().with_switch_file("sw.cfg", lines)
-    assert not config.is_enabled("ConvBatchnormFusionPass") and config.is_enabled("AutoFusePass")
+    assert not config.is_enabled("ConvBatchnormFusionPass") and not config.is_enabled("OpBiasAddMulFusionPass")
     text = config.switch_file().to_lines()
-    assert "RequantFusionPass:off" in text and "ConvBatchnormFusionPass:off" in text
+    assert text == "RequantFusionPass:off\nConvBatchnormFusionPass:off\nAConv2dMulFusion:off\n"
     assert PassConfig.default().with_switch_file("again.cfg", text) == config
+
+
+def test_a_fuselens_id_refines_the_ge_pass_it_shares_and_the_export_is_stable():
+    """A FuseLens switch file of old (every pass by its FuseLens id, AutoFusePass too) still loads: the shared
+    FE pass switches both folds, the FuseLens id entry then its own. Written back, the device pass is on only
+    when both folds are, since FE would otherwise fold on the device what FuseLens left unfolded."""
+    old = "DepthwiseConvBatchnormFusionPass:off\nConvBatchnormFusionPass:on\nAutoFusePass:off\n"
+    config = PassConfig.default().with_switch_file("old.cfg", old)
+    assert config.is_enabled("ConvBatchnormFusionPass") and not config.is_enabled("DepthwiseConvBatchnormFusionPass")
+    assert not config.is_enabled("AutoFusePass") and config.foreign_switches.graph_fusion == {}
+    exported = config.switch_file()
+    assert exported.graph_fusion == {"ConvBatchnormFusionPass": "off", "AConv2dMulFusion": "on"}
+    assert PassConfig.default().with_switch_file("again", exported.to_lines()).switch_file() == exported
 
 
 def test_switch_file_errors_name_the_file(tmp_path):
@@ -141,6 +160,17 @@ def test_saved_configuration_round_trip(tmp_path):
     path.write_text("[1]")
     with pytest.raises(FuseLensError, match=r"config\.json: not a FuseLens pass configuration"):
         PassConfig.load(path)
+
+
+def test_a_configuration_saved_with_an_earlier_pass_id_still_loads(tmp_path):
+    saved = {"enabled": ["ScopeDecodeBboxV2Pass", "AutoFusePass"], "autofuse_flags": "--enable_autofuse=true",
+             "skipped_matches": ["ScopeDecodeBboxV2Pass:Postprocessor/Decode"]}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(saved))
+    config = PassConfig.load(path)
+    assert config.enabled == {"DecodeBboxV2ScopeFusionPass", "AutoFusePass"}
+    assert config.skipped_matches == {"DecodeBboxV2ScopeFusionPass:Postprocessor/Decode"}
+    assert config.with_skipped(["ScopeDecodeBboxV2Pass:x"]).skipped_matches >= {"DecodeBboxV2ScopeFusionPass:x"}
 
 
 def test_skip_file_lines_are_match_ids(tmp_path):

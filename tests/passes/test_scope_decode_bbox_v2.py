@@ -1,10 +1,11 @@
-"""ScopeDecodeBboxV2Pass: the SSD `Decode` scope fuses into DecodeBboxV2 only when enabled."""
+"""DecodeBboxV2ScopeFusionPass: the SSD `Decode` scope fuses into DecodeBboxV2 only when enabled; its earlier
+id ScopeDecodeBboxV2Pass (the built-in ops package's name) still switches it, with a one-line notice."""
 
 from __future__ import annotations
 
 from passes.config import PassConfig
 from passes.registry import run_pipeline
-from passes.scope.decode_bbox_v2 import ScopeDecodeBboxV2Pass
+from passes.scope.decode_bbox_v2 import DecodeBboxV2ScopeFusionPass
 from passes.scope.scope_tree import ScopeTree
 from tests.passes.scope_check import assert_same_outputs, fused_calls
 
@@ -22,14 +23,29 @@ def test_census_counts_the_sub_scope_too(load_sample):
 def test_fuses_only_when_enabled(load_sample):
     graph = load_sample("ssd_decode")
     assert not fused_calls(run_pipeline(graph, None).fused, "DecodeBboxV2")
-    enabled = run_pipeline(graph, PassConfig.default().with_pass("ScopeDecodeBboxV2Pass", True))
+    enabled = run_pipeline(graph, PassConfig.default().with_pass("DecodeBboxV2ScopeFusionPass", True))
     (call,) = fused_calls(enabled.fused, "DecodeBboxV2")
     assert call.name == DECODE and list(call.input) == ["box_encodings", "anchors"]
+    assert call.attr["_fusion_pass"].s == b"DecodeBboxV2ScopeFusionPass"
+
+
+def test_the_earlier_id_still_switches_it_with_one_notice(load_sample, capsys):
+    from passes import registry
+
+    registry._noticed.discard("ScopeDecodeBboxV2Pass")
+    by_old = PassConfig.default().with_scope_list("ScopeDecodeBboxV2Pass").with_pass("ScopeDecodeBboxV2Pass", True)
+    assert by_old.is_enabled("DecodeBboxV2ScopeFusionPass") and by_old.get_pass("ScopeDecodeBboxV2Pass").id == (
+        "DecodeBboxV2ScopeFusionPass")
+    assert capsys.readouterr().err == ("fuselens: notice: pass ScopeDecodeBboxV2Pass is now called "
+                                       "DecodeBboxV2ScopeFusionPass (the toolchain's registered name); the old id "
+                                       "still works\n")
+    (call,) = fused_calls(run_pipeline(load_sample("ssd_decode"), by_old).fused, "DecodeBboxV2")
+    assert call.name == DECODE
 
 
 def test_decode_wiring_and_same_boxes(load_sample):
     original = load_sample("ssd_decode")
-    fused, result = ScopeDecodeBboxV2Pass().apply(original)
+    fused, result = DecodeBboxV2ScopeFusionPass().apply(original)
     (match,) = result.matches
     assert match.details["inputs"] == ["box_encodings", "anchors"]
     assert match.details["outputs"] == [f"{DECODE}/transpose_1"]
@@ -42,7 +58,7 @@ def test_a_decode_scope_with_the_wrong_census_is_a_near_miss_saying_which_count(
     graph = load_sample("ssd_decode")
     editor = graph.editor()
     editor.mutable(f"{DECODE}/Exp_1").op = "Softmax"
-    result = ScopeDecodeBboxV2Pass().dry_run(editor.build(validate=False))
+    result = DecodeBboxV2ScopeFusionPass().dry_run(editor.build(validate=False))
     assert not result.matches
     (miss,) = result.near_misses
     assert miss.anchor == DECODE
