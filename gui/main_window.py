@@ -25,7 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.layout import SCOPE_PREFIX, LayoutCache, default_cache
+from core.layout import SCOPE_PREFIX, Layout, LayoutCache, default_cache
+from core.layout.overview import drawn_name, expand_scope, hidden_in
 from core.loaders import LoadedModel
 from gui.actions import make_action
 from gui.dialogs import MODEL_FILTER, RecentFiles, SamplesDialog, save_dialog, show_error
@@ -162,7 +163,7 @@ class MainWindow(QMainWindow):
             view.collapse_requested.connect(lambda scopes, s=side: self.session.set_collapsed(s, scopes))
             view.built.connect(lambda s=side: self._on_built(s))
         for pane in self.panes.values():
-            pane.laid_out.connect(lambda _layout, s=pane.side: self.layout_done.emit(s))
+            pane.laid_out.connect(lambda layout, s=pane.side: self._on_laid_out(s, layout))
             pane.failed.connect(self._on_layout_error)
             pane.message.connect(lambda text: self.statusBar().showMessage(text, 10000))
 
@@ -190,7 +191,8 @@ class MainWindow(QMainWindow):
             self.pass_panel.show_config(self.session.config)
         elif what == "collapsed":
             for side, pane in self.panes.items():
-                if pane.shown is not None and pane.shown.collapsed != self.session.collapsed[side]:
+                wanted = self.session.collapsed[side]
+                if pane.shown is not None and wanted is not None and pane.shown.collapsed != wanted:
                     self.relayout(side)
 
     def _show_model(self) -> None:
@@ -305,11 +307,29 @@ class MainWindow(QMainWindow):
 
     # ---- layout -------------------------------------------------------------------------------------
     def relayout(self, side: str) -> None:
-        graph = self.session.graph(side)
+        graph, collapsed = self.session.graph(side), self.session.collapsed
         if graph is not None:
-            pipeline = self.session.pipeline
-            self.panes[side].relayout(graph, self.session.collapsed[side],
-                                      diff_status(side, pipeline.provenance if pipeline else None))
+            provenance = self.session.pipeline.provenance if self.session.pipeline else None
+            like = collapsed["before"] if side == "after" and collapsed["after"] is None else None
+            self.panes[side].relayout(graph, collapsed[side], diff_status(side, provenance), like)
+
+    def _on_laid_out(self, side: str, layout: Layout) -> None:
+        """A pane shows a new layout; an automatic collapse (a big graph's overview) becomes the session's."""
+        if self.session.collapsed[side] != layout.collapsed:
+            self.session.set_collapsed(side, layout.collapsed)
+        self.layout_done.emit(side)
+
+    def open_scopes(self, scopes: set[str]) -> None:
+        """Expand these collapsed scopes in both panes (a big scope opens with its sub-scopes collapsed)."""
+        for side, pane in self.panes.items():
+            layout, graph, collapsed = pane.shown, pane.graph, self.session.collapsed[side]
+            if layout is None or graph is None or collapsed is None or not scopes & collapsed:
+                continue
+            for scope in scopes & collapsed:
+                box = layout.nodes.get(SCOPE_PREFIX + scope)
+                inside = [drawn_name(graph, n) for n in box.members] if box is not None else []
+                collapsed = expand_scope(inside, collapsed, scope)
+            self.session.set_collapsed(side, collapsed)
 
     def _on_built(self, side: str) -> None:
         """A pane's new scene is complete: re-apply diff, selection and search hits, then announce it."""
@@ -344,6 +364,14 @@ class MainWindow(QMainWindow):
 
     def _on_selection(self, selection: Selection) -> None:
         centre_all = selection.origin not in SIDES
+        if centre_all:  # a match, a search hit or a kernel inside a collapsed scope: open it
+            hidden = set()
+            for side, names in (("before", selection.before), ("after", selection.after)):
+                graph, collapsed = self.session.graph(side), self.session.collapsed[side]
+                if graph is not None and collapsed:
+                    hidden |= hidden_in(collapsed, (drawn_name(graph, n) for n in names if n in graph))
+            if hidden:
+                self.open_scopes(hidden)
         self.before.set_selected(selection.before, centre=centre_all or selection.origin == "after")
         self.after.set_selected(selection.after, centre=centre_all or selection.origin == "before")
         pipeline = self.session.pipeline
@@ -356,7 +384,7 @@ class MainWindow(QMainWindow):
 
     def _on_activated(self, side: str, key: str) -> None:
         if key.startswith(SCOPE_PREFIX):
-            self.session.set_collapsed(side, self.session.collapsed[side] - {key[len(SCOPE_PREFIX):]})
+            self.open_scopes({key[len(SCOPE_PREFIX):]})
             return
         graph = self.session.graph(side)
         if graph is not None and key in graph and graph.fused_info(key) is not None:

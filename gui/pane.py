@@ -9,6 +9,8 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from core.graph import Graph
 from core.layout import SCOPE_PREFIX, Layout, LayoutCache, layout_graph
+from core.layout.drawn import collapsible_scopes, drawn_names
+from core.layout.overview import overview_scopes
 from core.opclass import CATEGORY_TITLES, PALETTE
 from core.provenance import Provenance
 from gui.graph_view import DIFF_COLOURS, GraphView
@@ -69,16 +71,22 @@ class Pane(QWidget):
         self.title = title or self.default_title
         self.header.setText(self.title)
 
-    def relayout(self, graph: Graph, collapsed: frozenset[str], status: Callable[[str], str] | None) -> None:
-        """Lay `graph` out with these scopes collapsed; `status` gives the diff colour per drawn key."""
+    def relayout(self, graph: Graph, collapsed: frozenset[str] | None, status: Callable[[str], str] | None,
+                 like: frozenset[str] | None = None) -> None:
+        """Lay `graph` out with these scopes collapsed (None: a big graph's overview, or the scopes of
+        `like` that this graph has); `status` gives the diff colour per drawn key."""
         self.graph = graph
         side, cache = self.side, self.cache
 
         def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> Layout:
-            return layout_graph(graph, collapsed, cache=cache, cancelled=cancelled,
+            scopes = collapsed
+            if scopes is None:
+                names = drawn_names(graph)
+                scopes = like & frozenset(collapsible_scopes(names)) if like is not None else overview_scopes(names)
+            return layout_graph(graph, scopes, cache=cache, cancelled=cancelled,
                                 progress=lambda text: progress(f"layout ({side}): {text}"))
 
-        keep_view = self.shown is not None and self.shown.collapsed != collapsed
+        keep_view = self.shown is not None and collapsed is not None and self.shown.collapsed != collapsed
         with_shapes = graph.shapes_ready or graph.records_shapes
         self.workers.start(f"layout-{side}", f"layout of the {side} graph", task,
                            on_finished=lambda layout: self._show(graph, layout, status, keep_view, with_shapes),

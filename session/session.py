@@ -61,7 +61,9 @@ class Session:
         self.model: LoadedModel | None = None
         self.config = config if config is not None else PassConfig.default()
         self.pipeline: PipelineResult | None = None
-        self.collapsed: dict[str, frozenset[str]] = dict.fromkeys(SIDES, frozenset())
+        # per pane, the collapsed name scopes; None = automatic (a big graph's overview, or for the
+        # after pane the before pane's scopes)
+        self.collapsed: dict[str, frozenset[str] | None] = dict.fromkeys(SIDES)
         self.last_run: RunResult | None = None
         self.stage = Stage.EMPTY
         self.shapes_inferred = False  # the pipeline's graphs carry inferred shapes (edge labels)
@@ -119,7 +121,7 @@ class Session:
         self.comparison = None
         self.last_run = None
         self.shapes_inferred = False
-        self.collapsed = dict.fromkeys(SIDES, frozenset())
+        self.collapsed = dict.fromkeys(SIDES)
         self._job = None  # a fusion still out for the previous model is stale now
         self._set_stage(Stage.DRAWING)
         self._emit("model", "pipeline", "run")
@@ -191,7 +193,7 @@ class Session:
         self.comparison = (before.name, after_label)
         self.last_run = None
         self.shapes_inferred = True  # a dump records its tensor shapes; nothing to infer
-        self.collapsed = dict.fromkeys(SIDES, frozenset())
+        self.collapsed = dict.fromkeys(SIDES)
         self._job = None
         self._set_stage(Stage.READY)
         self._emit("model", "pipeline", "run")

@@ -20,7 +20,7 @@ from core.graph import Graph
 from core.io import write_bytes_atomic
 from core.layout.model import Layout
 
-LAYOUT_VERSION = 2  # bump when the output changes, so stale disk-cache files are not reused
+LAYOUT_VERSION = 3  # bump when the output changes, so stale disk-cache files are not reused
 
 
 def structure_key(graph: Graph, collapsed: Iterable[str] = ()) -> str:

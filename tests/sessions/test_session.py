@@ -80,7 +80,7 @@ def test_opening_another_model_drops_the_previous_models_fusion(session, model):
     other = load_model("abs_relu_exp")
     session.set_model(other)
     assert not session.fusion_done(job, fuse(job)) and session.pipeline is None
-    assert session.stage is Stage.DRAWING and session.collapsed == {"before": frozenset(), "after": frozenset()}
+    assert session.stage is Stage.DRAWING and session.collapsed == {"before": None, "after": None}
 
 
 def test_a_failed_load_keeps_the_open_model_and_its_stage(session, model):
@@ -109,4 +109,4 @@ def test_collapsed_scopes_and_runs_are_session_state(session, model):
     session.set_collapsed("before", frozenset({"a/b"}))
     assert session.collapsed["before"] == {"a/b"} and "collapsed" in session.recorded
     session.set_model(model)
-    assert session.collapsed["before"] == frozenset() and session.last_run is None
+    assert session.collapsed["before"] is None and session.last_run is None  # automatic again
