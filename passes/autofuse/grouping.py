@@ -283,7 +283,25 @@ class _Grouper:
         for name, group in self.group_of.items():
             if len(group.members) == 1 and name not in explained:
                 self._refuse(name, [name], self._alone_reason(name))
+        self._refuse_splits(groups)
         return Grouping(groups, self.refusals)
+
+    def _refuse_splits(self, groups: list[FusionGroup]) -> None:
+        """An opaque op between two kernels splits what would be one chain: say so (the near miss
+        names the op and both kernels' ops), since the user sees two kernels and no reason."""
+        kernel_of = {op: group for group in groups for op in group.ops}
+        for name in self.order:
+            if self.kind.get(name) != OPAQUE or self.graph.is_const(name):
+                continue
+            before = {id(kernel_of[p]): kernel_of[p] for p in self.data_producers(name) if p in kernel_of}
+            after = {id(kernel_of[c]): kernel_of[c] for c in self.data_consumers(name) if c in kernel_of}
+            for first in before.values():
+                for second in after.values():
+                    if first is not second:
+                        chains = " and ".join("->".join(self.graph.op(op) for op in g.ops) for g in (first, second))
+                        self._refuse(name, [name, *first.ops, *second.ops],
+                                     f"{self.describe(name)} is not a vector op, so AutoFuse cannot fuse across it: "
+                                     f"the chains {chains} become two kernels ({first.name}, {second.name})")
 
     def _alone_reason(self, name: str) -> str:
         """Why a fusible op found no partner: which neighbour stopped the chain."""

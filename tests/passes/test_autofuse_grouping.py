@@ -215,3 +215,21 @@ def test_names_are_cut_to_140_characters():
 def test_switched_off_autofuse_fuses_nothing(load_sample, flags):
     grouping = group_graph(load_sample("abs_relu_exp"), parse_autofuse_flags(flags))
     assert not grouping.groups and not grouping.refusals
+
+
+def test_an_opaque_op_that_splits_a_chain_is_a_near_miss_naming_both_kernels():
+    def build(tf):
+        t = tf.exp(tf.nn.relu(tf.abs(x_placeholder(tf), name="abs"), name="relu"), name="exp")
+        t = tf.reshape(t, (8, 4), name="reshape")
+        tf.tanh(tf.sigmoid(t, name="sigmoid"), name="tanh")
+
+    graph = tf_graph(build)
+    grouping = group_graph(graph, AutofuseFlags())
+    assert [g.name for g in grouping.groups] == ["autofuse_pointwise_0_Abs_Relu_Exp",
+                                                 "autofuse_pointwise_1_Sigmoid_Tanh"]
+    (split,) = [r for r in grouping.refusals if r.anchor == "reshape"]
+    assert split.reason == ("reshape (Reshape) is not a vector op, so AutoFuse cannot fuse across it: the chains "
+                            "Abs->Relu->Exp and Sigmoid->Tanh become two kernels (autofuse_pointwise_0_Abs_Relu_Exp, "
+                            "autofuse_pointwise_1_Sigmoid_Tanh)")
+    assert set(split.nodes) == {"reshape", "abs", "relu", "exp", "sigmoid", "tanh"}
+    fuse_and_check(graph)
