@@ -122,34 +122,38 @@ fetches.node_list.value.append("output")
 metagraph.collection_def["train_op"].CopyFrom(fetches)
 out = tf_optimizer.OptimizeGraph(config_pb2.ConfigProto(), metagraph)
 open(sys.argv[2], "wb").write(out.SerializeToString())
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, file=sys.stderr)
 """
 
 FUSE_RSS = r"""
 import resource, sys
 from main import main
+from core.tfimport import import_tensorflow
+import_tensorflow()  # `fuse` imports it first too; its RSS is the baseline of the pass work
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 try:
     main(sys.argv[1:])
 finally:
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, file=sys.stderr)
+    print(base, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, file=sys.stderr)
 """
 
 PARSE_RSS = r"""
-import resource, sys
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+import os, sys
 from core import proto
-gd = proto.GraphDef.FromString(open(sys.argv[1], "rb").read())
-print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024, gd.ByteSize() / 2**20)
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+data = open(sys.argv[1], "rb").read()
+before = rss()
+gd = proto.GraphDef.FromString(data)
+print(rss() - before, gd.ByteSize() / 2**20)
 """
 
 
-def _process(args: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS MB printed as the last line of stdout or stderr) of one child process."""
+def _process(args: list[str]) -> tuple[float, list[float]]:
+    """(wall seconds, the numbers on the last line of stderr) of one child process."""
     start = time.perf_counter()
     out = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, check=True)
-    wall = time.perf_counter() - start
-    last = (out.stdout.strip().splitlines() or [""])[-1] if args[1] == GRAPPLER else out.stderr.strip().splitlines()[-1]
-    return wall, float(last)
+    return time.perf_counter() - start, [float(x) for x in out.stderr.strip().splitlines()[-1].split()]
 
 
 def compare_processes(nodes: int, repeat: int) -> None:
@@ -157,20 +161,21 @@ def compare_processes(nodes: int, repeat: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         pb = Path(tmp, "graph.pb")
         pb.write_bytes(graph.graph_def.SerializeToString())
-        parse = subprocess.run([sys.executable, "-c", PARSE_RSS, str(pb)], cwd=ROOT, capture_output=True,
-                               text=True, check=True).stdout.split()
-        fuse = [float("inf"), 0.0]
-        grappler = [float("inf"), 0.0]
+        parsed_mb, wire_mb = (float(x) for x in subprocess.run(
+            [sys.executable, "-c", PARSE_RSS, str(pb)], cwd=ROOT, capture_output=True, text=True,
+            check=True).stdout.split())
+        fuse, grappler = [], []
         for _ in range(repeat):  # alternated, so both see the same load on a shared machine
-            wall, rss = _process(["-c", FUSE_RSS, "fuse", str(pb), "-o", str(Path(tmp, "fused.pb"))])
-            fuse = [min(fuse[0], wall), max(fuse[1], rss)]
-            wall, rss = _process(["-c", GRAPPLER, str(pb), str(Path(tmp, "grappler.pb"))])
-            grappler = [min(grappler[0], wall), max(grappler[1], rss)]
-    print(f"{len(graph)} nodes, GraphDef {pb.stat().st_size / 2**20 if False else float(parse[1]):.1f} MB "
-          f"(wire), parsing it grows RSS by {float(parse[0]):.1f} MB")
-    print(f"fuselens fuse (default passes) process: {fuse[0]:.2f} s, peak RSS {fuse[1]:.0f} MB")
-    print(f"Grappler process:                       {grappler[0]:.2f} s, peak RSS {grappler[1]:.0f} MB")
-    print(f"fuse / Grappler: {fuse[0] / grappler[0]:.2f}x")
+            fuse.append(_process(["-c", FUSE_RSS, "fuse", str(pb), "-o", str(Path(tmp, "fused.pb"))]))
+            grappler.append(_process(["-c", GRAPPLER, str(pb), str(Path(tmp, "grappler.pb"))]))
+    fuse_s, grappler_s = min(w for w, _ in fuse), min(w for w, _ in grappler)
+    base, peak = min(r[0] for _, r in fuse), max(r[1] for _, r in fuse)
+    print(f"{len(graph):,} nodes; GraphDef {wire_mb:.1f} MB on the wire, {parsed_mb:.1f} MB in memory (parsed)")
+    print(f"fuselens fuse (default passes) process: {fuse_s:.2f} s (best of {repeat}), peak RSS {peak:.0f} MB, "
+          f"of which {peak - base:.0f} MB after TensorFlow's import ({(peak - base) / parsed_mb:.1f}x the GraphDef)")
+    print(f"Grappler process: {grappler_s:.2f} s (best of {repeat}), peak RSS {max(r[0] for _, r in grappler):.0f} MB")
+    print(f"fuse / Grappler wall time: {fuse_s / grappler_s:.2f}x; each run: "
+          + ", ".join(f"{f:.1f}/{g:.1f} s" for (f, _), (g, _) in zip(fuse, grappler)))
 
 
 def main(argv: list[str]) -> None:

@@ -8,12 +8,20 @@ configuration is one `core.runtime.run` (a child process, both graphs, seeded in
 once with RunOptions FULL_TRACE step stats on every timed step (what the kernel table needs),
 once without. "profiling overhead" is the traced median step time over the untraced one;
 "run wall" is the whole run including the child's start and TensorFlow import.
+
+    .venv/bin/python benchmarks/bench_runtime.py --lowering [--models mobilenet_v2,resnet50] [--repeat 5]
+
+`--lowering`: default passes, CPU, no trace: fused median step time over the original's in the
+same run (speedup, >1 = fused faster), `--repeat` runs each with the CPU lowering of conv/matmul
+epilogue kernels off (every AutoFuse node an XLA kernel, as before core/runtime/lowering.py) and
+on, alternated so both see the same load; median and range of the per-run speedups.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -24,8 +32,34 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from core.loaders import load_model  # noqa: E402
 from core.runtime import RunRequest, run  # noqa: E402
+from core.runtime.lowering import LOWERING_ENV  # noqa: E402
 from passes.config import PassConfig  # noqa: E402
 from passes.registry import run_pipeline  # noqa: E402
+
+
+def lowering_table(models: list[str], repeat: int, steps: int, warmup: int) -> None:
+    """Speedup of the default-pass fused graph with the CPU lowering off and on, `repeat` runs each."""
+    print("| model | AutoFuse nodes on CPU | runs | speedup median | speedup min-max | original median step (ms) |")
+    print("|---|---|---:|---:|---:|---:|")
+    for model in models:
+        graph = load_model(model).graph
+        pipeline = run_pipeline(graph)
+        speedups: dict[str, list[float]] = {"off": [], "on": []}
+        original_ms: dict[str, list[float]] = {"off": [], "on": []}
+        for _ in range(repeat):
+            for mode in ("off", "on"):
+                os.environ[LOWERING_ENV] = mode  # the child inherits it
+                result = run(RunRequest(graph, pipeline.fused, model=model, config=pipeline.config, steps=steps,
+                                        warmup=warmup, trace=False,
+                                        original_to_final=pipeline.provenance.original_to_final()))
+                assert result.allclose, f"{model}: outputs differ with lowering {mode}"
+                speedups[mode].append(result.speedup())
+                original_ms[mode].append(result.graphs["original"].summary()["step_median_us"] / 1000)
+        os.environ.pop(LOWERING_ENV, None)
+        for mode, title in (("off", "XLA kernels (before)"), ("on", "conv/matmul epilogues as original ops")):
+            values = speedups[mode]
+            print(f"| {model} | {title} | {len(values)} | {statistics.median(values):.2f}x | "
+                  f"{min(values):.2f}-{max(values):.2f}x | {statistics.median(original_ms[mode]):.1f} |", flush=True)
 
 
 def main() -> int:
@@ -33,7 +67,13 @@ def main() -> int:
     parser.add_argument("--model", default="mobilenet_v2")
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--lowering", action="store_true", help="speedup with the CPU lowering off and on")
+    parser.add_argument("--models", default="mobilenet_v2,resnet50", help="models for --lowering")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per mode for --lowering")
     args = parser.parse_args()
+    if args.lowering:
+        lowering_table(args.models.split(","), args.repeat, args.steps, args.warmup)
+        return 0
 
     graph = load_model(args.model).graph
     variants = {"AMCT + AutoFuse (defaults)": run_pipeline(graph),

@@ -16,12 +16,15 @@ TensorFlow (the child has it) to turn the FunctionDef back into nodes.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 from core import proto
 from core.graph import Graph, TensorRef
 from core.nodes import make_node
 
+# "off": every XLA fused node stays an XLA kernel on CPU too (benchmarks/bench_runtime.py measures both).
+LOWERING_ENV = "FUSELENS_CPU_LOWERING"
 XLA_KERNEL = "XLA kernel"
 FUNCTION_CALL = "TensorFlow function call"
 ON_NPU = "by the Ascend toolchain"
@@ -44,7 +47,8 @@ def execution_plan(graph: Graph, backend: str) -> dict[str, str]:
         elif not info.xla:
             plan[node.name] = FUNCTION_CALL
         else:
-            producer = _host_fused_producer(graph, node.name, functions.get(node.op)) if backend == "cpu" else None
+            lowering = backend == "cpu" and os.environ.get(LOWERING_ENV, "on") != "off"
+            producer = _host_fused_producer(graph, node.name, functions.get(node.op)) if lowering else None
             plan[node.name] = EPILOGUE.format(producer) if producer else XLA_KERNEL
     return plan
 
