@@ -12,9 +12,10 @@ once without. "profiling overhead" is the traced median step time over the untra
     .venv/bin/python benchmarks/bench_runtime.py --lowering [--models mobilenet_v2,resnet50] [--repeat 5]
 
 `--lowering`: default passes, CPU, no trace: fused median step time over the original's in the
-same run (speedup, >1 = fused faster), `--repeat` runs each with the CPU lowering of conv/matmul
-epilogue kernels off (every AutoFuse node an XLA kernel, as before core/runtime/lowering.py) and
-on, alternated so both see the same load; median and range of the per-run speedups.
+same run, both graphs timed step by step in turn (speedup, >1 = fused faster), `--repeat` runs
+each with the CPU lowering of conv/matmul epilogue kernels off (every AutoFuse node an XLA
+kernel, as before core/runtime/lowering.py) and on, alternated so both see the same load;
+median and range of the per-run speedups.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def lowering_table(models: list[str], repeat: int, steps: int, warmup: int) -> N
             for mode in ("off", "on"):
                 os.environ[LOWERING_ENV] = mode  # the child inherits it
                 result = run(RunRequest(graph, pipeline.fused, model=model, config=pipeline.config, steps=steps,
-                                        warmup=warmup, trace=False,
+                                        warmup=warmup, trace=False, interleave=True,
                                         original_to_final=pipeline.provenance.original_to_final()))
                 assert result.allclose, f"{model}: outputs differ with lowering {mode}"
                 speedups[mode].append(result.speedup())
