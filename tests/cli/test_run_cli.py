@@ -50,9 +50,12 @@ def test_run_bad_input_exits_2_with_one_line(capsys):
     assert err.count("\n") == 1 and "--input-shape: 'data1=1,x' is not NAME=D1,D2,..." in err
 
 
-def test_npu_backend_says_why_it_is_unavailable(capsys):
+def test_npu_backend_says_why_it_is_unavailable_and_points_to_the_bundle(capsys):
     assert cli_main(["run", "abs_relu_exp", "--backend", "npu", "--steps", "1"]) == 2
-    assert "backend npu is not available here: npu_bridge not importable" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "backend npu is not available here: npu_bridge not importable" in err and "npu_device not importable" in err
+    assert "FuseLens runs on TensorFlow 2.21" in err and "fuselens export-npu-script MODEL" in err
+    assert err.count("\n") == 1
 
 
 def write_op_summary(path, rows) -> None:
@@ -87,27 +90,54 @@ def test_import_profile_maps_to_the_graph_the_window_would(capsys, tmp_path, loa
 
 @pytest.mark.parametrize("flags", [["--autofuse-flags=--autofuse_enable_pass=reduce"],
                                    ["--autofuse-flags", "--autofuse_enable_pass=reduce"]])
-def test_export_npu_script(tmp_path, flags):
-    script = tmp_path / "run_on_npu.py"
-    assert cli_main(["export-npu-script", "abs_relu_exp", "--enable", "ScopeInstanceNormPass", *flags,
-                     "--mode", "tf2-compat", "-o", str(script)]) == 0
-    text = script.read_text()
-    compile(text, str(script), "exec")
-    assert "SCOPE_PASSES = ['ScopeInstanceNormPass']" in text
-    assert "AUTOFUSE_FLAGS = '--enable_autofuse=true;--autofuse_enable_pass=reduce'" in text
-    assert '"AutoFusePass": "on"' in text and "MODE = 'tf2-compat'" in text
-    assert f"'fused': ('run_on_npu_fused.pb', ['{FUSED}:0'])" in text
-    assert (tmp_path / "run_on_npu_original.pb").stat().st_size > 0 and (tmp_path / "run_on_npu_fused.pb").exists()
+def test_export_npu_script_writes_a_bundle_switched_by_toolchain_names(tmp_path, capsys, flags):
+    bundle = tmp_path / "bundle"
+    assert cli_main(["export-npu-script", "abs_relu_exp", "--enable", "DecodeBboxV2ScopeFusionPass", *flags,
+                     "--mode", "tf2-compat", "-o", str(bundle)]) == 0
+    spec = json.loads((bundle / "bundle.json").read_text())
+    assert spec["mode"] == "tf2-compat" and spec["tensorflow"] == "2.6.5" and spec["adapter"] == "npu_device"
+    original, fused = spec["sides"]["original"], spec["sides"]["fused"]
+    assert original["scope_passes"] == [] and original["autofuse_flags"] == "--enable_autofuse=false"
+    assert fused["scope_passes"] == ["DecodeBboxV2ScopeFusionPass", "ScopeDecodeBboxV2Pass"]
+    assert fused["autofuse_flags"] == "--enable_autofuse=true;--autofuse_enable_pass=reduce"
+    assert fused["fetches"] == ["exp_0:0"] == original["fetches"]  # the fused graph is AMCT's: nothing renamed
+    switches = json.loads((bundle / fused["fusion_switch_file"]).read_text())["Switch"]["GraphFusion"]
+    assert switches == {"ConvBatchnormFusionPass": "on", "AConv2dMulFusion": "on"}  # GE/FE names only
+    compile((bundle / "run_on_npu.py").read_text(), "run_on_npu.py", "exec")
+    out = capsys.readouterr().out
+    assert f"wrote {bundle}/ for TensorFlow 2.6.5 with npu_device" in out
+    assert f"then, here: fuselens import-profile {bundle / 'results'} --model abs_relu_exp" in out
+    assert "'--autofuse-flags=--enable_autofuse=true;--autofuse_enable_pass=reduce'" in out
 
 
-def test_export_npu_script_carries_a_switch_file(tmp_path):
-    switches, script = tmp_path / "fusion_switch.cfg", tmp_path / "run_on_npu.py"
+def test_export_npu_script_keeps_foreign_switches_and_reports_what_cannot_be_switched(tmp_path, capsys):
+    switches, bundle = tmp_path / "fusion_switch.cfg", tmp_path / "bundle"
     switches.write_text("AutoFusePass:off\nScopeDecodeBboxV2Pass:on\nTbeConvReluFusionPass:off\n")
-    assert cli_main(["export-npu-script", "abs_relu_exp", "--switch-file", str(switches), "-o", str(script)]) == 0
-    text = script.read_text()
-    assert "SCOPE_PASSES = ['ScopeDecodeBboxV2Pass']" in text and "AUTOFUSE_FLAGS = '--enable_autofuse=false" in text
-    assert '"AutoFusePass": "off"' in text and '"TbeConvReluFusionPass": "off"' in text  # a GE pass is kept
-    assert "'fused': ('run_on_npu_fused.pb', ['exp_0:0'])" in text  # AutoFuse off: nothing fused
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - name: ScopeMyNormPass\n    op_type: MyNorm\n    suffix: mynorm\n"
+                     "    census: {Mul: 3}\n    inputs: [{node: mynorm/mul}]\n    outputs: [{node: mynorm/mul}]\n")
+    assert cli_main(["export-npu-script", "abs_relu_exp", "--switch-file", str(switches), "--scope-rules", str(rules),
+                     "--enable-scope-passes", "ScopeMyNormPass", "-o", str(bundle)]) == 0
+    spec = json.loads((bundle / "bundle.json").read_text())
+    fused = spec["sides"]["fused"]
+    assert fused["scope_passes"] == ["DecodeBboxV2ScopeFusionPass", "ScopeDecodeBboxV2Pass"]  # no user rule
+    assert fused["autofuse_flags"].startswith("--enable_autofuse=false")
+    for side in ("original", "fused"):  # a GE pass FuseLens does not model is kept on both sides
+        assert json.loads((bundle / spec["sides"][side]["fusion_switch_file"]).read_text())["Switch"][
+            "GraphFusion"]["TbeConvReluFusionPass"] == "off"
+    out, err = capsys.readouterr()
+    assert "ScopeDecodeBboxV2Pass is now called DecodeBboxV2ScopeFusionPass" in err
+    assert ("the toolchain cannot switch:\n  - ScopeMyNormPass (on): no toolchain switch; a FuseLens user scope "
+            "rule") in out
+    assert "ScopeMyNormPass (on): no toolchain switch" in (bundle / "README.md").read_text()
+    assert spec["import_command"].startswith(f"fuselens import-profile {{results}} --model abs_relu_exp "
+                                             f"--scope-rules={rules} --enable=")
+
+
+def test_export_npu_script_refuses_an_output_that_is_a_file(tmp_path, capsys):
+    (tmp_path / "taken").write_text("x")
+    assert cli_main(["export-npu-script", "abs_relu_exp", "-o", str(tmp_path / "taken")]) == 2
+    assert capsys.readouterr().err.strip().endswith("taken: is a file; give a folder for the NPU bundle")
 
 
 def test_mode_and_backend_choices_come_from_the_runtime_tables():
@@ -132,5 +162,7 @@ def test_run_mobilenet_v2(capsys):
     before, after = (result["summary"][g]["kernel_count"] for g in ("original", "fused"))
     assert after < before
     fused_kernels = result["graphs"]["fused"]["kernels"]
-    assert any(k["kernel"].startswith("autofuse_") and k["op_type"] == "AscBackend" for k in fused_kernels)
+    # BiasAdd+Relu6 kernels after a conv run as their original ops (oneDNN's fused conv), mapped to the kernel
+    assert any(k["node"].startswith("autofuse_") and k["pass_id"] == "AutoFusePass" for k in fused_kernels)
+    assert set(result["graphs"]["fused"]["execution"].values()) == {"as its original ops: conv epilogue on CPU"}
     assert all(k["node"] is not None for k in fused_kernels)
