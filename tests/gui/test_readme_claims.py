@@ -241,6 +241,21 @@ def test_right_click_collapses_a_scope_into_one_box_and_expands_it_again(qtbot, 
     assert SCOPE_PREFIX + scope not in view.items_by_key and len(view.items_by_key) == drawn
 
 
+def test_right_click_in_the_after_pane_and_expand_all_scopes(qtbot, toy_window):
+    open_and_wait(qtbot, toy_window, SAMPLE)
+    view = toy_window.after
+    drawn = set(view.items_by_key)
+    for scope in ("bn_plain/batchnorm", "bn_no_scale"):
+        node = next(k for k in view.items_by_key if k.startswith(scope + "/"))
+        choose_from_context_menu(qtbot, view, node, f"Collapse scope {scope}")
+        qtbot.waitUntil(lambda s=scope: toy_window.is_idle() and SCOPE_PREFIX + s in view.items_by_key)
+    assert not any(k.startswith(("bn_plain/batchnorm/", "bn_no_scale/")) for k in view.items_by_key)
+    assert set(toy_window.before.items_by_key) >= {"bn_plain/batchnorm/Rsqrt"}  # the other pane keeps its own
+    seen = choose_from_context_menu(qtbot, view, "input", "Expand all scopes")
+    assert not any(t.startswith("Collapse scope") for t in seen)  # input is in no scope
+    qtbot.waitUntil(lambda: toy_window.is_idle() and set(view.items_by_key) == drawn)
+
+
 # ---- properties: a folded constant's value ----------------------------------------------------------------
 def test_selecting_a_node_with_a_folded_constant_shows_a_numpy_summary_of_it(qtbot, toy_window):
     open_and_wait(qtbot, toy_window, SAMPLE)
