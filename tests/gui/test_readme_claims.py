@@ -315,6 +315,17 @@ def test_a_prof_folder_of_the_fused_model_shows_on_the_after_side(qtbot, run_win
     assert run_window.before.selected_keys == set(run_window.before.keys_for(["abs_0", "relu_0", "exp_0"]))
 
 
+def test_a_prof_folder_of_the_original_model_shows_on_the_before_side(qtbot, run_window, monkeypatch, tmp_path):
+    from tests.npu_artifacts import npu_kernels, write_prof_folder
+
+    panel = run_window.run_panel
+    prof = write_prof_folder(tmp_path, npu_kernels(run_window.session.pipeline.original, dur=7.0))
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(lambda *a, **k: str(prof)))
+    menu_action(run_window, "&Run", "Import PROF_* folder…").trigger()
+    qtbot.waitUntil(lambda: panel.result is not None)
+    assert set(bars_shown(panel, "before")) == {"abs_0", "relu_0", "exp_0"} and bars_shown(panel, "after") == []
+
+
 def test_a_folder_with_original_and_fused_runs_fills_both_sides(qtbot, run_window, monkeypatch, tmp_path):
     from tests.npu_artifacts import npu_kernels, write_prof_folder
 
