@@ -1,5 +1,5 @@
 """`run` (original vs fused in a child process), `import-profile` (msprof results) and
-`export-npu-script` (a script to run both on an Ascend host)."""
+`export-npu-script` (a bundle that runs both on an Ascend host, see session/npu_export.py)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trace", metavar="T.json", help="write a Chrome trace (Perfetto) of one step per graph")
     p.add_argument("--csv", metavar="K.csv", help="write the kernel tables as CSV")
     p.add_argument("--save", metavar="RUN.json", help="write the run file (the GUI opens it)")
+    p.add_argument("--layerwise", action="store_true",
+                   help="also compare every fused node's outputs with the original tensors they replace: per match "
+                        "max abs / max rel error and the first divergent match (in the JSON as \"layerwise\")")
     p.add_argument("--json", action="store_true", help="print the run result as JSON")
     p.set_defaults(func=run_run)
 
@@ -55,16 +58,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                        "predicted-vs-actual report is --check's)")
     p.set_defaults(func=run_import_profile)
 
-    p = sub.add_parser("export-npu-script", help="write a script that runs original and fused on an Ascend host")
+    p = sub.add_parser("export-npu-script", help="write a bundle that runs the baseline and the fused graph on an "
+                                                 "Ascend host and brings back what the toolchain left")
     p.add_argument("model", help="a model file or directory, or a sample name")
     add_pass_selection_args(p)
     p.add_argument("--mode", choices=list(MODES), default=next(iter(MODES)),
                    help="; ".join(f"{mode}: {what}" for mode, what in MODES.items()))
     _add_input_args(p)
-    p.add_argument("--steps", type=int, default=100)
-    p.add_argument("--warmup", type=int, default=10)
-    p.add_argument("-o", "--output", required=True, metavar="run_on_npu.py",
-                   help="the script; the original and fused .pb files are written next to it")
+    p.add_argument("--steps", type=int, default=100, help="timed steps per side on the NPU (default 100)")
+    p.add_argument("--warmup", type=int, default=10, help="untimed steps first (default 10)")
+    p.add_argument("-o", "--output", required=True, metavar="BUNDLE/",
+                   help="the bundle folder: run_on_npu.py, both graphs, the switches per side, bundle.json, README.md")
     p.set_defaults(func=run_export_npu_script)
 
 
@@ -120,19 +124,25 @@ def emit_result(result: Any, args: argparse.Namespace) -> int:
 
 
 def run_run(args: argparse.Namespace) -> int:
-    from core.runtime import RunRequest, run
+    from core.runtime import RunRequest
+    from core.runtime.runner import start_run, wait
     from core.runtime.trace import write_chrome_trace, write_kernel_csv
+    from passes.registry import run_pipeline
+    from session.layerwise import build_report, format_report, plan_layers
 
     shapes = input_shapes(args)
     model, pipeline = fuse_model(args)
+    plan = plan_layers(pipeline, run_pipeline) if args.layerwise else None
     request = RunRequest(
         original=model.graph, fused=pipeline.fused, model=args.model, config=pipeline.config,
         backend=args.backend, steps=args.steps, warmup=args.warmup, input_shapes=shapes,
         inputs=args.inputs, seed=args.seed, timeout=args.timeout, trace=not args.no_trace,
-        grappler=not args.no_grappler, original_to_final=original_to_final(pipeline))
+        grappler=not args.no_grappler, original_to_final=original_to_final(pipeline),
+        layers=plan.probes() if plan else ())
     show = _progress_printer(sys.stderr.isatty())
     try:
-        result = run(request, show)
+        handle = start_run(request, show)
+        result = wait(handle)
     finally:
         if show:
             print("\r\033[K", end="", file=sys.stderr)
@@ -140,7 +150,17 @@ def run_run(args: argparse.Namespace) -> int:
         write_chrome_trace(result, args.trace)
     if args.csv:
         write_kernel_csv(result, args.csv)
-    return emit_result(result, args)
+    if plan is None:
+        return emit_result(result, args)
+    report = build_report(plan, handle.layers)
+    if args.save:
+        result.save(args.save)
+    if args.json:
+        print_json({**result.to_json(), "layerwise": report.to_json()})
+    else:
+        print(format_result(result))
+        print(format_report(report))
+    return 0
 
 
 def run_import_profile(args: argparse.Namespace) -> int:
@@ -176,15 +196,14 @@ def run_import_profile(args: argparse.Namespace) -> int:
 
 
 def run_export_npu_script(args: argparse.Namespace) -> int:
-    from core.runtime.npu_bundle import write_npu_bundle
+    from session.npu_export import export_npu_bundle
 
     shapes = input_shapes(args)
     model, pipeline = fuse_model(args)
-    original_pb, fused_pb, script = write_npu_bundle(
-        args.output, model=args.model, original=model.graph, fused=pipeline.fused, config=pipeline.config,
-        original_to_final=original_to_final(pipeline), input_shapes=shapes, mode=args.mode, steps=args.steps,
-        warmup=args.warmup, protect=model.path if Path(model.path).exists() else None)
-    print(f"wrote {script} with {original_pb.name} and {fused_pb.name}", file=sys.stderr)
+    report = export_npu_bundle(args.output, pipeline, model=args.model, mode=args.mode, input_shapes=shapes,
+                               steps=args.steps, warmup=args.warmup,
+                               protect=model.path if Path(model.path).exists() else None)
+    print(report.summary(MODES[args.mode]))
     return 0
 
 

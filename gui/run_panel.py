@@ -39,11 +39,12 @@ from core.errors import Cancelled, FuseLensError
 from core.runtime import Progress, RunHandle, RunRequest, RunResult, start_run
 from core.runtime.backend_probe import probe_backends
 from core.runtime.backends import BackendStatus
-from core.runtime.npu_bundle import write_npu_bundle
+from core.runtime.npu_bundle import BundleReport
 from core.runtime.npu_script import MODES
 from core.runtime.profile_import import import_run_file
 from core.runtime.run_view import open_inputs, parse_input_shapes
 from core.runtime.trace import write_chrome_trace, write_kernel_csv
+from core.samples import SAMPLES
 from gui.actions import make_action
 from gui.charts import KernelCharts, SummaryCards, Timeline
 from gui.dialogs import save_dialog, show_error
@@ -390,16 +391,20 @@ class RunPanel(QWidget):
             raise FuseLensError(f"{path}: cannot write the image")
         return Path(path)
 
-    def export_npu_script(self, path: str, mode: str = "tf1") -> list[Path]:
+    def export_npu_script(self, path: str, mode: str = "tf1") -> BundleReport:
+        """The NPU bundle (the folder `fuselens export-npu-script` writes), written by the window's TensorFlow
+        helper: its graphs are stripped for the host's TensorFlow, and TensorFlow stays out of this process."""
         model, pipeline = self.session.model, self.session.pipeline
         if model is None or pipeline is None:
-            raise FuseLensError("open a model first: the NPU script runs its original and fused graphs")
+            raise FuseLensError("open a model first: the NPU bundle runs its original and fused graphs")
         protect = model.path if Path(model.path).exists() else None
-        return write_npu_bundle(
-            path, model=model.name, original=model.graph, fused=pipeline.fused,
-            config=pipeline.config, input_shapes=parse_input_shapes(self.shapes.text()), mode=mode,
-            original_to_final=pipeline.provenance.original_to_final() if pipeline.provenance else None,
-            steps=self.steps.value(), warmup=self.warmup.value(), protect=protect)
+        report = self.window().tensorflow.export_npu_bundle(
+            path, pipeline, model=model.name if model.name in SAMPLES else model.path, mode=mode,
+            input_shapes=parse_input_shapes(self.shapes.text()), steps=self.steps.value(),
+            warmup=self.warmup.value(), protect=protect)
+        self.status.showMessage(f"NPU bundle written to {report.folder}: run {report.driver.name} on the Ascend host",
+                                10000)
+        return report
 
     def _need_result(self) -> RunResult:
         if self.result is None:
@@ -423,7 +428,7 @@ class RunPanel(QWidget):
         mode, ok = QInputDialog.getItem(self, "NPU run script", "Ascend software stack:",
                                         [f"{m}: {title}" for m, title in MODES.items()], 0, False)
         if ok:
-            self._save_dialog("Export NPU run script", "run_on_npu.py", "Python (*.py)",
+            self._save_dialog("Export NPU bundle (a folder)", "npu_bundle", "NPU bundle folder (*)",
                               lambda path: self.export_npu_script(path, mode.split(":")[0]))
 
     def build_actions(self) -> list[QAction | None]:

@@ -59,6 +59,8 @@ def gather_evidence(folder: str | os.PathLike[str] | None = None, *, run: GraphR
     GE dumps found anywhere below it), plus files named explicitly (their errors are the user's to see)."""
     evidence = NpuEvidence(run=run)
     root = Path(folder) if folder is not None else None
+    if root is not None and (root / "original").is_dir() and (root / "fused").is_dir():
+        root = root / "fused"  # an NPU bundle's results: the evidence is the fused side's (the baseline's is unfused)
     if root is not None and root.is_dir():
         files = find_profile_files(root)["fusion_op"]
         evidence.fusion_ops = [r for f in files for r in read_fusion_op(f)]

@@ -32,6 +32,7 @@ from core.errors import Cancelled, FuseLensError
 from core.graph import Graph
 from core.loaders import LoadedModel, detect_format, load_model
 from core.runtime.childproc import ChildProcess
+from core.runtime.npu_bundle import BundleReport
 from core.samples import SAMPLES, is_built
 from passes.registry import PipelineResult, catalog, register
 from session.session import FusionJob
@@ -157,6 +158,11 @@ class TensorFlowHelper:
                 if shapes is not None:
                     graph.adopt_shapes(shapes)
 
+    def export_npu_bundle(self, folder: str, pipeline: PipelineResult, **options: Any) -> BundleReport:
+        """The NPU bundle (session/npu_export.py): its graphs are stripped for the host's TensorFlow here."""
+        registered = [(c.__module__, c.__qualname__) for c in catalog()]
+        return self.call("npu_bundle", (folder, pipeline, options, registered), "writing the NPU bundle")
+
     def load(self, spec: str, progress: Progress, cancelled: IsCancelled) -> LoadedModel:
         """A model; formats that need TensorFlow are read by the helper, the rest right here."""
         if not needs_tensorflow(spec):
@@ -203,11 +209,14 @@ def _work(kind: str, payload: Any, progress: Progress, import_tensorflow: Callab
         return None
     if kind == "fuse":
         job, registered = payload
-        known = {(c.__module__, c.__qualname__) for c in catalog()}
-        for module, qualname in registered:
-            if (module, qualname) not in known:
-                register(getattr(importlib.import_module(module), qualname))
+        _register(registered)
         return job.fuse(progress, lambda: False)
+    if kind == "npu_bundle":
+        from session.npu_export import export_npu_bundle
+
+        folder, pipeline, options, registered = payload
+        _register(registered)
+        return export_npu_bundle(folder, pipeline, **options)
     if kind == "shapes":
         shapes = []
         for graph in payload:
@@ -219,6 +228,14 @@ def _work(kind: str, payload: Any, progress: Progress, import_tensorflow: Callab
     if kind == "load":
         return load_model(payload)
     raise FuseLensError(f"the TensorFlow helper has no task {kind!r}")
+
+
+def _register(registered: list[tuple[str, str]]) -> None:
+    """The passes registered in the window (plugins, tests), registered here too."""
+    known = {(c.__module__, c.__qualname__) for c in catalog()}
+    for module, qualname in registered:
+        if (module, qualname) not in known:
+            register(getattr(importlib.import_module(module), qualname))
 
 
 if __name__ == "__main__":

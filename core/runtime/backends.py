@@ -51,10 +51,16 @@ def npu_mode() -> str | None:
     return _detect_npu_module()[0]
 
 
+NPU_BUNDLE_HINT = ("the Ascend TF adapters exist only for TensorFlow 1.15 (npu_bridge) and 2.6.5 (npu_device), "
+                   "and FuseLens runs on TensorFlow 2.21; write a bundle for the Ascend host with "
+                   "`fuselens export-npu-script MODEL --mode tf1|tf2-compat -o BUNDLE/` (Run > Export NPU run script "
+                   "in the window) and import what it brings back with `fuselens import-profile`")
+
+
 def _detect_npu() -> BackendStatus:
     mode, why = _detect_npu_module()
     if mode is None:
-        return BackendStatus("npu", False, why)
+        return BackendStatus("npu", False, f"{why}: {NPU_BUNDLE_HINT}")
     return BackendStatus("npu", True, f"{why} imports")
 
 

@@ -1,132 +1,48 @@
-"""`fuselens export-npu-script`: a standalone script that runs the original and fused models on an
-Ascend host with profiling on, then exports the msprof results for `fuselens import-profile`.
+"""The scripts of an NPU bundle and what they are told.
 
-The session set-up is the text of npu_session.py, copied in, so the script and the runner's NPU
-backend configure NpuOptimizer the same way. The chosen passes travel in all three switch
-forms: the enable_scope_fusion_passes list, the AUTOFUSE_FLAGS string and a fusion switch file.
+The driver (npu_driver.py, written into the bundle as run_on_npu.py) and the session set-up
+(npu_session.py) are copied as they are; bundle.json carries everything that differs per model and
+configuration: per side its graph, fetches, scope list, AUTOFUSE_FLAGS, switch file and skip file,
+plus the dump variables both sides share and the command that imports the results.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from core.errors import FuseLensError
-from core.runtime.switch_file import SwitchForms
+from core.runtime.npu_target import TARGETS, target_of
 
-MODES = {"tf1": "TensorFlow 1.15 with npu_bridge", "tf2-compat": "TensorFlow 2.6.5 with npu_device (tf.compat.v1)"}
-NPU_SESSION_SOURCE = Path(__file__).with_name("npu_session.py")
-
-_MAIN = '''
-
-def load_graph(tf, path):
-    graph_def = tf.compat.v1.GraphDef()
-    with open(path, "rb") as f:
-        graph_def.ParseFromString(f.read())
-    graph = tf.Graph()
-    with graph.as_default():
-        tf.compat.v1.import_graph_def(graph_def, name="")
-    return graph
+MODES = {mode: target.title for mode, target in TARGETS.items()}
+DRIVER_SOURCE = Path(__file__).with_name("npu_driver.py")
+SESSION_SOURCE = Path(__file__).with_name("npu_session.py")
+DRIVER_NAME = "run_on_npu.py"
+BUNDLE_FORMAT, BUNDLE_VERSION = "fuselens-npu-bundle", 1
+SIDES = ("original", "fused")
+# GE graph dumps without weights (enough for fusion) of the stages that show it: DUMP_GRAPH_LEVEL's
+# default (2, a whitelist) leaves out FE's graph fusion and AutoFuse, so name them as substrings
+# (hicann/ge docs/zh/user_guides/env_vars/DUMP_GRAPH_LEVEL.md).
+DUMP = {"DUMP_GE_GRAPH": "2",
+        "DUMP_GRAPH_LEVEL": "PreRunBegin|FeGraphFusionAfter|AfterPrecisionRefine|AutoFuse|Build"}
 
 
-def make_feeds(seed):
-    rng = np.random.RandomState(seed)
-    feeds = {}
-    for name, (dtype, shape) in INPUTS.items():
-        if np.issubdtype(np.dtype(dtype), np.floating):
-            feeds[name + ":0"] = rng.normal(0.0, 1.0, shape).astype(dtype)
-        elif dtype == "bool":
-            feeds[name + ":0"] = rng.random_sample(shape) > 0.5
-        else:
-            feeds[name + ":0"] = rng.randint(0, 4, shape).astype(dtype)
-    return feeds
+def side_spec(*, graph: str, fetches: Sequence[str], scope_passes: Sequence[str], autofuse_flags: str,
+              fusion_switch_file: str, autofuse_skip_file: str | None) -> dict[str, Any]:
+    """One side of bundle.json; file names are relative to the bundle."""
+    return {"graph": graph, "fetches": list(fetches), "scope_passes": list(scope_passes),
+            "autofuse_flags": autofuse_flags, "fusion_switch_file": fusion_switch_file,
+            "autofuse_skip_file": autofuse_skip_file}
 
 
-def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=STEPS)
-    parser.add_argument("--warmup", type=int, default=WARMUP)
-    parser.add_argument("--output", default=os.path.join(here, "profiling"),
-                        help="profiling folder; bring it back and run `fuselens import-profile` on it")
-    parser.add_argument("--msprof", default="msprof", help="the msprof executable")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-
-    set_autofuse_flags(AUTOFUSE_FLAGS)  # before the adapter starts the graph engine
-    import tensorflow as tf
-    adapter = import_npu(MODE)
-    os.makedirs(args.output, exist_ok=True)
-    switch_file = os.path.join(args.output, "fusion_switch.json")
-    with open(switch_file, "w") as f:
-        f.write(FUSION_SWITCH_JSON)
-    with open(os.path.join(args.output, "fusion_switch.cfg"), "w") as f:
-        f.write(FUSION_SWITCH_LINES)
-    print("adapter %s; enable_scope_fusion_passes=%s; AUTOFUSE_FLAGS=%s" % (
-        adapter, ",".join(SCOPE_PASSES) or "(none)", AUTOFUSE_FLAGS))
-
-    feeds = make_feeds(args.seed)
-    outputs = {}
-    for label, (pb_name, fetches) in GRAPHS.items():
-        graph = load_graph(tf, os.path.join(here, pb_name))
-        config = npu_session_config(tf, SCOPE_PASSES, switch_file, os.path.join(args.output, label))
-        times = []
-        with tf.compat.v1.Session(graph=graph, config=config) as session:
-            for _ in range(args.warmup):
-                session.run(fetches, feeds)
-            for _ in range(args.steps):
-                start = time.perf_counter()
-                values = session.run(fetches, feeds)
-                times.append((time.perf_counter() - start) * 1e6)
-        outputs[label] = values
-        times.sort()
-        print("%s: %d steps, median %.1f us/step" % (label, len(times), times[len(times) // 2]))
-    for name, a, b in zip(GRAPHS["original"][1], outputs["original"], outputs["fused"]):
-        error = np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))
-        print("output %s: max abs error %.3g" % (name, float(error.max()) if error.size else 0.0))
-    for label in GRAPHS:
-        for folder in msprof_export(os.path.join(args.output, label), args.msprof):
-            print("exported", folder)
-    print("bring back %s and run: fuselens import-profile %s" % (args.output, os.path.basename(args.output)))
-
-
-if __name__ == "__main__":
-    main()
-'''
-
-
-def render_npu_script(*, mode: str, model: str, graphs: Mapping[str, tuple[str, Sequence[str]]],
-                      inputs: Mapping[str, tuple[str, Sequence[int]]], forms: SwitchForms,
-                      steps: int = 100, warmup: int = 10) -> str:
-    """The script text. `graphs`: label -> (.pb file name next to the script, fetch tensors);
-    `inputs`: placeholder -> (numpy dtype name, concrete shape)."""
-    if mode not in MODES:
-        raise FuseLensError(f"unknown mode {mode!r} (modes: {', '.join(MODES)})")
-    if set(graphs) != {"original", "fused"}:
-        raise FuseLensError("the NPU script runs exactly two graphs: original and fused")
-    header = f'''#!/usr/bin/env python3
-"""Run {model} original vs fused on an Ascend NPU ({MODES[mode]}) with profiling on; export msprof results.
-
-Generated by `fuselens export-npu-script`. Needs the two .pb files written next to this script.
-"""
-
-import argparse
-import os
-import time
-
-import numpy as np
-
-MODE = {mode!r}
-STEPS = {int(steps)!r}
-WARMUP = {int(warmup)!r}
-# The chosen passes in the toolchain's three switch forms.
-SCOPE_PASSES = {list(forms.scope_passes)!r}  # enable_scope_fusion_passes
-AUTOFUSE_FLAGS = {forms.autofuse_flags!r}
-FUSION_SWITCH_JSON = {forms.fusion_switches.to_json_text()!r}
-FUSION_SWITCH_LINES = {forms.fusion_switches.to_lines()!r}
-INPUTS = {({k: (d, list(s)) for k, (d, s) in inputs.items()})!r}
-GRAPHS = {({k: (pb, list(f)) for k, (pb, f) in graphs.items()})!r}
-
-# ---- session set-up, copied from FuseLens core/runtime/npu_session.py ----
-'''
-    return header + NPU_SESSION_SOURCE.read_text(encoding="utf-8") + _MAIN
+def bundle_spec(*, model: str, mode: str, inputs: Mapping[str, tuple[str, Sequence[int]]],
+                sides: Mapping[str, dict[str, Any]], steps: int, warmup: int, import_command: str) -> dict[str, Any]:
+    """bundle.json: `inputs` placeholder -> (numpy dtype name, concrete shape); `import_command` holds
+    `{results}` where the driver puts the results folder."""
+    target = target_of(mode)
+    if set(sides) != set(SIDES):
+        raise ValueError(f"a bundle runs exactly the sides {SIDES}, not {sorted(sides)}")
+    return {"format": BUNDLE_FORMAT, "version": BUNDLE_VERSION, "model": model, "mode": mode,
+            "tensorflow": target.version, "adapter": target.adapter, "steps": int(steps), "warmup": int(warmup),
+            "inputs": {name: [dtype, list(shape)] for name, (dtype, shape) in inputs.items()},
+            "dump": dict(DUMP), "sides": {side: sides[side] for side in SIDES}, "import_command": import_command}

@@ -1,5 +1,5 @@
 """Ascend NPU session set-up, self-contained: the runner's NPU backend imports it and
-`fuselens export-npu-script` copies this file's text into the script it writes, so a run on an
+`fuselens export-npu-script` copies this file into the bundle, next to its driver, so a run on an
 Ascend host and a run through FuseLens configure the session the same way.
 
 Keep it free of FuseLens imports and of syntax newer than Python 3.7 (TF 1.15 hosts).
@@ -30,8 +30,10 @@ def set_autofuse_flags(flags):
     os.environ["AUTOFUSE_FLAGS"] = flags
 
 
-def npu_session_config(tf, scope_passes, fusion_switch_file, profiling_dir):
-    """A ConfigProto that runs the graph through NpuOptimizer with the chosen switches and profiling on."""
+def npu_session_config(tf, scope_passes, fusion_switch_file, profiling_dir, export_compile_stat=2):
+    """A ConfigProto that runs the graph through NpuOptimizer with the chosen switches and profiling on.
+    `export_compile_stat` 2 has FE write fusion_result.json as soon as the graph is built (1: at a normal
+    exit, 0: never), into $ASCEND_WORK_PATH/FE/<pid>/ or the working directory."""
     from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig
 
     config = tf.compat.v1.ConfigProto()
@@ -42,6 +44,7 @@ def npu_session_config(tf, scope_passes, fusion_switch_file, profiling_dir):
         custom_op.parameter_map["enable_scope_fusion_passes"].s = tf.compat.as_bytes(",".join(scope_passes))
     if fusion_switch_file:
         custom_op.parameter_map["fusion_switch_file"].s = tf.compat.as_bytes(fusion_switch_file)
+    custom_op.parameter_map["export_compile_stat"].i = export_compile_stat
     options = dict(PROFILING_OPTIONS, output=os.path.abspath(profiling_dir))
     custom_op.parameter_map["profiling_mode"].b = True
     custom_op.parameter_map["profiling_options"].s = tf.compat.as_bytes(json.dumps(options))

@@ -110,7 +110,10 @@ def test_export_npu_script_writes_a_bundle_switched_by_toolchain_names(tmp_path,
     assert "'--autofuse-flags=--enable_autofuse=true;--autofuse_enable_pass=reduce'" in out
 
 
-def test_export_npu_script_keeps_foreign_switches_and_reports_what_cannot_be_switched(tmp_path, capsys):
+def test_export_npu_script_keeps_foreign_switches_and_reports_what_cannot_be_switched(tmp_path, capsys, monkeypatch):
+    from passes import registry
+
+    monkeypatch.setattr(registry, "_noticed", set())  # the notice comes once per process: let it come here
     switches, bundle = tmp_path / "fusion_switch.cfg", tmp_path / "bundle"
     switches.write_text("AutoFusePass:off\nScopeDecodeBboxV2Pass:on\nTbeConvReluFusionPass:off\n")
     rules = tmp_path / "rules.yaml"
