@@ -419,6 +419,7 @@ class GraphView(QGraphicsView):
         menu.addSeparator()
         menu.addAction("Fit (F)", self.fit)
         menu.exec(event.globalPos())
+        menu.deleteLater()  # a child of the view: without this every right-click kept its menu
 
     def scopes_of(self, name: str) -> list[str]:
         """Collapsible scopes containing graph node `name`, innermost first."""

@@ -254,6 +254,7 @@ def test_right_click_in_the_after_pane_and_expand_all_scopes(qtbot, toy_window):
     seen = choose_from_context_menu(qtbot, view, "input", "Expand all scopes")
     assert not any(t.startswith("Collapse scope") for t in seen)  # input is in no scope
     qtbot.waitUntil(lambda: toy_window.is_idle() and set(view.items_by_key) == drawn)
+    qtbot.waitUntil(lambda: not view.findChildren(QMenu))  # three menus shown, none kept
 
 
 # ---- properties: a folded constant's value ----------------------------------------------------------------
