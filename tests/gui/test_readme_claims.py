@@ -42,14 +42,17 @@ def test_the_sample_gallery_lists_every_sample_with_its_description_and_opens_th
     listed: list[str] = []
 
     def choose_conv_bn(dialog: SamplesDialog) -> QDialog.DialogCode:
-        """The user reads the list, clicks conv_bn and presses Open."""
+        """The user reads the list and double-clicks conv_bn (the dialog accepts itself)."""
+        dialog.show()
         listed.extend(dialog.list.item(i).text() for i in range(dialog.list.count()))
         row = next(i for i, text in enumerate(listed) if text.split()[0] == "conv_bn")
         item = dialog.list.item(row)
         dialog.list.scrollToItem(item)
-        qtbot.mouseClick(dialog.list.viewport(), Qt.MouseButton.LeftButton,
-                         pos=dialog.list.visualItemRect(item).center())
-        return QDialog.DialogCode.Accepted
+        pos = dialog.list.visualItemRect(item).center()
+        qtbot.mouseClick(dialog.list.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+        qtbot.mouseDClick(dialog.list.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+        assert dialog.isHidden()
+        return QDialog.DialogCode(dialog.result())
 
     monkeypatch.setattr(SamplesDialog, "exec", choose_conv_bn)
     activate(qtbot, toy_window)
