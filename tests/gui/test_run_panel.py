@@ -143,12 +143,12 @@ def test_a_bad_profile_is_an_error_not_a_crash(qtbot, panel, tmp_path, dialogs):
 def test_npu_bundle_export_is_written_by_the_tensorflow_helper(panel, tmp_path, monkeypatch):
     """The same bundle as `fuselens export-npu-script`; its graphs are stripped with TensorFlow, so the
     window's helper writes it: doing it in this process would fail here."""
-    from core.runtime import npu_target
+    from core.runtime import npu_bundle
 
     def not_here(*args, **kwargs):
         raise AssertionError("the window's own process stripped a graph with TensorFlow")
 
-    monkeypatch.setattr(npu_target, "for_target", not_here)
+    monkeypatch.setattr(npu_bundle, "for_target", not_here)
     report = panel.export_npu_script(str(tmp_path / "npu_bundle"), "tf2-compat")
     spec = json.loads((report.folder / "bundle.json").read_text())
     assert spec["model"] == "abs_relu_exp" and spec["mode"] == "tf2-compat"
