@@ -18,13 +18,15 @@ from core.errors import FuseLensError
 from core.tfimport import import_tensorflow
 
 # Commands that never need TensorFlow for a GraphDef; every other command imports it up front, quietly.
-LIGHT_COMMANDS = {"inspect", "samples", "export-sample", "passes", "import-profile", "stages", "diff", "ledger"}
+LIGHT_COMMANDS = {"inspect", "samples", "export-sample", "passes", "import-profile", "stages", "diff", "ledger",
+                  "hosts", "runs"}
 # Modules with `register(subparsers)`; each parser sets `func(args) -> int`.
 COMMANDS = [
     "cli.inspect_cmd",
     "cli.fuse_cmd",
     "cli.run_cmd",
     "cli.npu_cmd",
+    "cli.hosts_cmd",
 ]
 
 

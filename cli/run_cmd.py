@@ -28,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", help="a model file or directory, or a sample name")
     add_pass_selection_args(p)
     p.add_argument("--backend", choices=BACKENDS, default=BACKENDS[0])
+    p.add_argument("--host", metavar="NAME", help="with --backend npu: run on this Ascend host (`fuselens hosts`), "
+                                                  "bring the results back and set them against the prediction")
     p.add_argument("--steps", type=int, default=100, help="timed steps (default 100)")
     p.add_argument("--warmup", type=int, default=10, help="untimed steps first (default 10)")
     _add_input_args(p)
@@ -130,6 +132,10 @@ def run_run(args: argparse.Namespace) -> int:
     from passes.registry import run_pipeline
     from session.layerwise import build_report, format_report, plan_layers
 
+    if args.host:
+        from cli.hosts_cmd import run_on_host
+
+        return run_on_host(args)
     shapes = input_shapes(args)
     model, pipeline = fuse_model(args)
     plan = plan_layers(pipeline, run_pipeline) if args.layerwise else None
