@@ -37,6 +37,15 @@ def register(cls: type[FusionPass]) -> type[FusionPass]:
     return cls
 
 
+def mirror_catalog(classes: Iterable[type[FusionPass]]) -> None:
+    """Make exactly these the registered passes: a helper process mirrors its window's catalog
+    (plugins and test passes included, and none left over from an earlier request)."""
+    catalog()  # the built-in packages register on import; import them before replacing
+    _REGISTRY.clear()
+    for cls in classes:
+        register(cls)
+
+
 def pass_order(cls: type[FusionPass]) -> tuple[int, int, str]:
     """Toolchain order: family, then the order inside the family."""
     return FAMILIES.index(cls.family), cls.order, cls.id

@@ -34,7 +34,7 @@ from core.loaders import LoadedModel, detect_format, load_model
 from core.runtime.childproc import ChildProcess
 from core.runtime.npu_bundle import BundleReport
 from core.samples import SAMPLES, is_built
-from passes.registry import PipelineResult, catalog, register
+from passes.registry import PipelineResult, catalog, mirror_catalog
 from session.session import FusionJob
 
 MODULE = "session.tensorflow_helper"
@@ -231,11 +231,8 @@ def _work(kind: str, payload: Any, progress: Progress, import_tensorflow: Callab
 
 
 def _register(registered: list[tuple[str, str]]) -> None:
-    """The passes registered in the window (plugins, tests), registered here too."""
-    known = {(c.__module__, c.__qualname__) for c in catalog()}
-    for module, qualname in registered:
-        if (module, qualname) not in known:
-            register(getattr(importlib.import_module(module), qualname))
+    """The passes registered in the window (plugins, tests), exactly: registered here too, and none else."""
+    mirror_catalog(getattr(importlib.import_module(module), qualname) for module, qualname in registered)
 
 
 if __name__ == "__main__":
