@@ -19,6 +19,7 @@ from core.layout import format_shape, tensor_shape
 from core.provenance import Provenance
 from gui.selection import Selection
 from passes.base import Match, NearMiss
+from passes.explain_render import explanation_html
 
 HIDDEN_ATTRS = {"_output_shapes", "value", FUSED_NODES_ATTR}
 MAX_LISTED = 40
@@ -117,7 +118,8 @@ def item_html(item: Match | NearMiss) -> str:
         rows.append(("folded weights", "<br>".join(f"<tt>{esc(w)}</tt>" for w in item.weights)))
     if item.details:
         rows.append(("details", f"<pre>{esc(json.dumps(item.details, indent=1, default=str)[:4000])}</pre>"))
-    return f"<h3 style='margin:2px 0;color:#188038'>✔ match #{item.index}: {esc(item.pass_id)}</h3>" + _table(rows)
+    return (f"<h3 style='margin:2px 0;color:#188038'>✔ match #{item.index}: {esc(item.pass_id)}</h3>"
+            + explanation_html(item.explanation) + _table(rows))
 
 
 class PropertiesPanel(QTextBrowser):

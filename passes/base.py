@@ -37,6 +37,8 @@ class Match:
     details: dict[str, Any] = field(default_factory=dict)  # JSON-able: folded values, wiring, ...
     weights: tuple[str, ...] = ()  # constants (or their Identity reads) whose values get folded
     index: int = -1  # position in the pass's match list, set by the engine
+    # The match explained with its own numbers (passes/explain.py), set once the pass has run.
+    explanation: dict[str, Any] | None = None
 
     @property
     def id(self) -> str:
@@ -46,7 +48,8 @@ class Match:
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "index": self.index, "anchor": self.anchor, "nodes": list(self.nodes),
                 "outputs": list(self.outputs), "summary": self.summary, "bindings": self.bindings,
-                "details": self.details, "weights": list(self.weights)}
+                "details": self.details, "weights": list(self.weights),
+                **({"explanation": self.explanation} if self.explanation is not None else {})}
 
 
 @dataclass

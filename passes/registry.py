@@ -160,13 +160,15 @@ def run_pipeline(
     progress: Callable[[str, int, int], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
     families: Iterable[str] = FAMILIES,
+    explain: bool = True,
 ) -> PipelineResult:
     """Apply a configuration's passes in toolchain order; the input graph is not modified.
 
     `config` is a PassConfig, or pass ids to switch on (a shorthand for `PassConfig.from_ids`), or
     None for the defaults. `progress(pass_id, i, n)` is called before each pass; `cancelled()` is
     checked between passes. `families` keeps only those passes (the NPU bundle's fused graph is the
-    AMCT passes' alone: the toolchain does scope fusion and AutoFuse itself).
+    AMCT passes' alone: the toolchain does scope fusion and AutoFuse itself). `explain` sets each
+    match's explanation (passes/explain.py) while the graph each pass saw is still at hand.
     """
     from passes.config import PassConfig
 
@@ -187,7 +189,12 @@ def run_pipeline(
         if progress:
             progress(pass_id, i, len(ids))
         try:
+            seen = current
             current, result = config.get_pass(pass_id)(options).apply(current)
+            if explain:
+                from passes.explain import attach_explanations
+
+                attach_explanations(seen, current, result, config.get_pass(pass_id))
         except Cancelled:
             raise
         except Exception as e:  # one pass that fails fails alone; its input graph goes on

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
+import pytest
 from PySide6.QtCore import QPoint, Qt
 
 from core.layout import SCOPE_PREFIX
@@ -264,3 +265,16 @@ def test_a_failing_pass_shows_in_the_match_list_and_the_window_goes_on(qtbot, tm
         assert not dialogs
     finally:
         close_window(window)
+
+
+def test_a_conv_bn_match_is_explained_with_its_numbers_in_the_properties(qtbot, window):
+    open_and_wait(qtbot, window, "conv_bn")
+    fold = window.session.pipeline.result("ConvBatchnormFusionPass").matches[0]
+    while window.match_list.current_record() is not fold:
+        window.next_action.trigger()
+    text = window.properties.toPlainText()
+    example = fold.explanation["example"]
+    folded = window.session.pipeline.fused.const_value(example["folded_filter"])[tuple(example["weight_index"])]
+    assert "√" in text and "Output channel 0, with this model's numbers" in text
+    assert f"= {example['w_folded']}" in text and example["w_folded"] == pytest.approx(folded, rel=1e-6)
+    assert "weights read per inference" in text
