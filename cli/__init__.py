@@ -24,6 +24,7 @@ LIGHT_COMMANDS = {"inspect", "samples", "export-sample", "passes", "import-profi
 COMMANDS = [
     "cli.inspect_cmd",
     "cli.fuse_cmd",
+    "cli.lesson_cmd",
     "cli.run_cmd",
     "cli.npu_cmd",
     "cli.hosts_cmd",
