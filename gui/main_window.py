@@ -114,6 +114,9 @@ class MainWindow(QMainWindow):
             self, "Export the fused model", "fused.pb", "GraphDef (*.pb)", self.session.export_fused_pb, status))
         self.export_report_action = make_action(self, "Fuse report (JSON)…", lambda: save_dialog(
             self, "Export the fuse report", "report.json", "JSON (*.json)", self.session.export_report, status))
+        self.export_lesson_action = make_action(self, "Export lesson…", lambda: save_dialog(
+            self, "Export a lesson", "lesson.html", "Lesson (*.html *.md)", self.export_lesson, status),
+            tip="Every match drawn before/after and explained with its numbers, in one page that opens offline")
 
         file_menu = self.menuBar().addMenu("&File")
         self.open_dumps_action = make_action(self, "Open GE dump folder…", lambda: self.stages_panel.open_dialog(),
@@ -124,6 +127,7 @@ class MainWindow(QMainWindow):
         export_menu = file_menu.addMenu("Export")
         export_menu.addActions([self.export_svg_action, self.export_png_action, self.export_pb_action,
                                 self.export_report_action])
+        file_menu.addAction(self.export_lesson_action)
         file_menu.addSeparator()
         file_menu.addAction(make_action(self, "Quit", self.close, QKeySequence.StandardKey.Quit))
         view_menu = self.menuBar().addMenu("&View")
@@ -399,6 +403,13 @@ class MainWindow(QMainWindow):
         super().closeEvent(event)
 
     # ---- exports ------------------------------------------------------------------------------------
+    def export_lesson(self, path: str) -> None:
+        """In a worker: each match's neighbourhood is laid out with dot, seconds on a big model."""
+        self.workers.start(
+            "lesson", "lesson export", lambda _progress, _cancelled: self.session.export_lesson(path),
+            on_finished=lambda written: self.statusBar().showMessage(f"Lesson written to {written}", 10000),
+            on_error=lambda text: show_error(self, "Export a lesson failed", text, self.statusBar()))
+
     def _export_graph_dialog(self, kind: str) -> None:
         side = "after" if self.after.hasFocus() and self.panes["after"].shown else "before"
         if self.panes[side].shown is not None:

@@ -223,3 +223,10 @@ class Session:
     def export_report(self, path: str | Path) -> Path:
         """The fuse report (matches, near misses, op histograms) as JSON."""
         return write_json_atomic(path, build_report(self._need_pipeline(), model=self.model.name))
+
+    def export_lesson(self, path: str | Path, match_ids: list[str] | None = None) -> Path:
+        """The lesson page (session/lesson.py) for this model and configuration: HTML, or Markdown for .md."""
+        from session.lesson import write_lesson
+
+        protect = self.model.path if Path(self.model.path).exists() else None
+        return write_lesson(path, self._need_pipeline(), model=self.model.name, match_ids=match_ids, protect=protect)

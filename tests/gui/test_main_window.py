@@ -278,3 +278,17 @@ def test_a_conv_bn_match_is_explained_with_its_numbers_in_the_properties(qtbot, 
     assert "√" in text and "Output channel 0, with this model's numbers" in text
     assert f"= {example['w_folded']}" in text and example["w_folded"] == pytest.approx(folded, rel=1e-6)
     assert "weights read per inference" in text
+
+
+def test_file_export_lesson_writes_the_page_of_every_match(qtbot, window, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
+    open_and_wait(qtbot, window, "demo")
+    target = tmp_path / "lesson.html"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(target), ""))
+    action = next(a for a in window.menuBar().actions()[0].menu().actions() if a.text() == "Export lesson…")
+    action.trigger()  # what File > Export lesson… does
+    qtbot.waitUntil(target.exists, timeout=30000)
+    text = target.read_text(encoding="utf-8")
+    matches = [m for r in window.session.pipeline.results for m in r.matches]
+    assert text.count("<h2 id='m") == len(matches) == 7 and text.count("<svg") == 2 * len(matches)
