@@ -268,6 +268,10 @@ FUSED_OP_FORMULAS = {
     "LayerNorm": ["μ = mean(x, axes),  σ² = mean((x − μ)², axes)", "y = γ · (x − μ) / √(σ² + ε) + β"],
     "InstanceNorm": ["μ = mean(x, spatial axes) per sample and channel,  σ² = mean((x − μ)², same axes)",
                      "y = γ · (x − μ) / √(σ² + ε) + β"],
+    "DecodeBboxV2": ["anchors (y_a, x_a, h_a, w_a); deltas (t_y, t_x, t_h, t_w), each divided by its scale factor",
+                     "y = t_y · h_a + y_a,  x = t_x · w_a + x_a,  h = exp(t_h) · h_a,  w = exp(t_w) · w_a",
+                     "boxes = [y − h/2, x − w/2, y + h/2, x + w/2]"],
+    "ClipBoxes": ["boxes = min(max(boxes, 0), [height, width, height, width] of the image)"],
 }
 
 
