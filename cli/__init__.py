@@ -28,6 +28,7 @@ COMMANDS = [
     "cli.run_cmd",
     "cli.npu_cmd",
     "cli.hosts_cmd",
+    "cli.debug_cmd",
 ]
 
 

@@ -164,7 +164,7 @@ def _compare_probes(job: dict[str, Any], probed: dict[str, dict[str, Any]]) -> l
     for original_label, original, label, tensor in job.get("probe_pairs", []):
         a, b = probed.get(original_label, {}).get(original), probed.get(label, {}).get(tensor)
         found.append(None if a is None or b is None else
-                     compare_arrays(a, b, original_name=original, fused_name=tensor))
+                     compare_arrays(a, b, original_name=original, fused_name=tensor, tolerances=job.get("tolerances")))
     return found
 
 

@@ -30,11 +30,13 @@ def tolerance(dtype: np.dtype | str) -> tuple[float, float]:
 
 
 def compare_arrays(original: np.ndarray, fused: np.ndarray, *, original_name: str = "",
-                   fused_name: str = "") -> OutputComparison:
-    """Max abs, max rel and mean abs error and the allclose verdict; NaN/Inf counted per side."""
+                   fused_name: str = "", tolerances: tuple[float, float] | None = None) -> OutputComparison:
+    """Max abs, max rel and mean abs error and the allclose verdict; NaN/Inf counted per side.
+
+    `tolerances` (rtol, atol) replaces the dtype's (a bisect's --rtol / --atol)."""
     original, fused = np.asarray(original), np.asarray(fused)
     dtype = original.dtype.name
-    rtol, atol = tolerance(dtype)
+    rtol, atol = tolerances or tolerance(dtype)
     base = {"original": original_name, "fused": fused_name or original_name, "dtype": dtype,
             "shape": [int(d) for d in original.shape], "rtol": rtol, "atol": atol}
     if original.shape != fused.shape or original.dtype != fused.dtype:
@@ -67,12 +69,14 @@ def compare_arrays(original: np.ndarray, fused: np.ndarray, *, original_name: st
 
 
 def compare_outputs(original: Mapping[str, np.ndarray], fused: Mapping[str, np.ndarray],
-                    pairs: Sequence[tuple[str, str]]) -> list[OutputComparison]:
+                    pairs: Sequence[tuple[str, str]],
+                    tolerances: tuple[float, float] | None = None) -> list[OutputComparison]:
     """One comparison per (original tensor, fused tensor) pair."""
     missing = [o for o, _ in pairs if o not in original] + [f for _, f in pairs if f not in fused]
     if missing:
         raise FuseLensError(f"outputs missing from the run: {', '.join(missing)}")
-    return [compare_arrays(original[o], fused[f], original_name=o, fused_name=f) for o, f in pairs]
+    return [compare_arrays(original[o], fused[f], original_name=o, fused_name=f, tolerances=tolerances)
+            for o, f in pairs]
 
 
 def pair_outputs(original: Graph, fused: Graph,

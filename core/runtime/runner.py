@@ -66,6 +66,7 @@ class RunRequest:
     profiling_dir: str | None = None  # NPU: where msprof data goes (default: a temp folder)
     layers: Sequence[LayerProbe] = ()  # a layerwise compare: inner tensors compared after the timed steps
     interleave: bool = False  # time both graphs step by step in turn (a time bisect), not one after the other
+    tolerances: tuple[float, float] | None = None  # (rtol, atol) for every comparison instead of the dtype's
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,7 @@ def prepare_job(request: RunRequest) -> tuple[dict[str, Any], list[tuple[str, st
         spec["probes"] = list(dict.fromkeys(spec["probes"]))
     job = {
         "graphs": specs, "probe_pairs": probe_pairs, "interleave": request.interleave,
+        "tolerances": request.tolerances,
         "feeds": feeds, "backend": request.backend, "steps": request.steps, "warmup": request.warmup,
         "trace": request.trace, "grappler": request.grappler,
         "switches": request.config.to_switch_forms() if request.backend == "npu" else None,
@@ -317,7 +319,8 @@ class RunHandle:
     def _build_result(self, payload: dict[str, Any], pairs: list[tuple[str, str]]) -> RunResult:
         request = self.request
         outputs = payload["outputs"]
-        comparison = compare_outputs(outputs["original"], outputs["fused"], pairs) if "fused" in outputs else []
+        comparison = (compare_outputs(outputs["original"], outputs["fused"], pairs, request.tolerances)
+                      if "fused" in outputs else [])
         return RunResult(model=request.model, backend=request.backend, steps=request.steps, warmup=request.warmup,
                          traced=request.trace, pass_ids=request.config.pass_ids() if request.config else [],
                          graphs=payload["graphs"], comparison=comparison,
