@@ -39,6 +39,7 @@ from gui.search import SearchHits, search_box
 from gui.selection import Selection, SelectionModel
 from gui.stages_panel import install_stages_panel
 from gui.workers import WorkerPool, WorkIndicator
+from passes.base import Match, NearMiss
 from passes.config import PassConfig
 from passes.registry import PipelineResult
 from session import SIDES, FusionJob, Session, Stage
@@ -101,10 +102,13 @@ class MainWindow(QMainWindow):
         self.open_action = make_action(self, "Open…", self.open_dialog, QKeySequence.StandardKey.Open)
         self.samples_action = make_action(self, "Samples…", self.samples_dialog, "Ctrl+Shift+O")
         self.next_action = make_action(self, "Next match", lambda: self.step_match(1), ["N", "F3", "Alt+Down"],
-                                        "Next match or near miss (N, F3, Alt+Down)")
+                                        "Next match (N, F3, Alt+Down); near misses have their own stepping")
         self.prev_action = make_action(self, "Previous match", lambda: self.step_match(-1),
-                                        ["Shift+N", "Shift+F3", "Alt+Up"],
-                                        "Previous match or near miss (Shift+N, Shift+F3, Alt+Up)")
+                                        ["Shift+N", "Shift+F3", "Alt+Up"], "Previous match (Shift+N, Shift+F3, Alt+Up)")
+        self.next_miss_action = make_action(self, "Next near miss", lambda: self.step_match(1, NearMiss),
+                                            ["Ctrl+F3"], "Next near miss: why something did not fuse (Ctrl+F3)")
+        self.prev_miss_action = make_action(self, "Previous near miss", lambda: self.step_match(-1, NearMiss),
+                                            ["Ctrl+Shift+F3"], "Previous near miss (Ctrl+Shift+F3)")
         self.fit_action = make_action(self, "Fit", self.fit_both, tip="Fit both panes (F in a pane)")
         self.find_action = make_action(self, "Find", self.focus_search, QKeySequence.StandardKey.Find)
         self.export_svg_action = make_action(self, "Graph as SVG…", lambda: self._export_graph_dialog("svg"))
@@ -131,7 +135,8 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         file_menu.addAction(make_action(self, "Quit", self.close, QKeySequence.StandardKey.Quit))
         view_menu = self.menuBar().addMenu("&View")
-        view_menu.addActions([self.fit_action, self.find_action, self.prev_action, self.next_action])
+        view_menu.addActions([self.fit_action, self.find_action, self.prev_action, self.next_action,
+                              self.prev_miss_action, self.next_miss_action])
 
         toolbar = self.addToolBar("Main")
         toolbar.setObjectName("main-toolbar")
@@ -382,9 +387,10 @@ class MainWindow(QMainWindow):
         self.properties.show_selection(selection, self.session.graph("before"), self.session.graph("after"),
                                        pipeline.provenance if pipeline else None)
 
-    def step_match(self, delta: int) -> None:
-        if self.match_list.step(delta) is None:
-            self.statusBar().showMessage("No matches or near misses to step through", 3000)
+    def step_match(self, delta: int, kind: type[Match] | type[NearMiss] = Match) -> None:
+        if self.match_list.step(delta, kind) is None:
+            what = "matches" if kind is Match else "near misses"
+            self.statusBar().showMessage(f"No {what} to step through", 3000)
 
     def _on_activated(self, side: str, key: str) -> None:
         if key.startswith(SCOPE_PREFIX):

@@ -75,16 +75,21 @@ class MatchList(QTreeWidget):
         item = self.currentItem()
         return item.data(0, ITEM_ROLE) if item is not None else None
 
-    def step(self, delta: int) -> Match | NearMiss | None:
-        """Move to the next (+1) or previous (-1) record, wrapping around; returns it."""
+    def step(self, delta: int, kind: type[Match] | type[NearMiss] | None = None) -> Match | NearMiss | None:
+        """Move to the next (+1) or previous (-1) record of `kind` (any when None) in list order,
+        wrapping around; returns it, or None when there is none. A demo steps through what fused,
+        so matches and near misses each have their own stepping."""
         if not self.records:
             return None
         current = self.currentItem()
         index = self.records.index(current) if current in self.records else (-1 if delta > 0 else 0)
-        item = self.records[(index + delta) % len(self.records)]
-        self.setCurrentItem(item)
-        self.scrollToItem(item)
-        return item.data(0, ITEM_ROLE)
+        for step in range(1, len(self.records) + 1):
+            item = self.records[(index + step * delta) % len(self.records)]
+            if kind is None or isinstance(item.data(0, ITEM_ROLE), kind):
+                self.setCurrentItem(item)
+                self.scrollToItem(item)
+                return item.data(0, ITEM_ROLE)
+        return None
 
     def _on_current(self, current: QTreeWidgetItem | None, _previous: QTreeWidgetItem | None) -> None:
         if current is not None and current.data(0, ITEM_ROLE) is not None:

@@ -73,25 +73,33 @@ def test_toggling_a_pass_changes_the_after_pane(qtbot, toy_window):
 def test_stepping_through_matches_selects_the_right_nodes_in_both_panes(qtbot, toy_window):
     open_and_wait(qtbot, toy_window, "demo")
     provenance = toy_window.session.pipeline.provenance
-    records = [r for result in toy_window.session.pipeline.results for r in (*result.matches, *result.near_misses)]
+    results = toy_window.session.pipeline.results
+    records = [r for result in results for r in (*result.matches, *result.near_misses)]
     assert sum(1 for r in records if r.pass_id == ToyDropActivation.id) == 4  # 3 drops + 1 Sigmoid near miss
-    seen = []
-    for _ in records:
-        toy_window.next_action.trigger()
-        record = toy_window.match_list.current_record()
-        seen.append(record)
-        after = {d for n in record.nodes for d in provenance.descendants(n)}
-        assert toy_window.before.selected_keys == set(toy_window.before.keys_for(record.nodes))
-        assert toy_window.after.selected_keys == set(toy_window.after.keys_for(after))
-        assert toy_window.before.selected_keys
-        text = toy_window.properties.toPlainText()
-        assert (record.reason if hasattr(record, "reason") else record.summary) in text
-    assert seen == records  # every match and near miss, in list order
-    toy_window.prev_action.trigger()
-    assert toy_window.match_list.current_record() is records[-2]
-    toy_window.next_action.trigger()
-    toy_window.next_action.trigger()  # wraps around to the first
-    assert toy_window.match_list.current_record() is records[0]
+    matches = [r for result in results for r in result.matches]
+    misses = [r for result in results for r in result.near_misses]
+    assert matches and misses
+    for action, wanted in ((toy_window.next_action, matches), (toy_window.next_miss_action, misses)):
+        seen = []
+        for _ in wanted:
+            action.trigger()
+            record = toy_window.match_list.current_record()
+            seen.append(record)
+            after = {d for n in record.nodes for d in provenance.descendants(n)}
+            assert toy_window.before.selected_keys == set(toy_window.before.keys_for(record.nodes))
+            assert toy_window.after.selected_keys == set(toy_window.after.keys_for(after))
+            assert toy_window.before.selected_keys
+            text = toy_window.properties.toPlainText()
+            assert (record.reason if hasattr(record, "reason") else record.summary) in text
+        assert seen == wanted  # matches only, then near misses only, each in list order
+    toy_window.next_action.trigger()  # from a near miss to the match after it, wrapping to the first
+    assert toy_window.match_list.current_record() is matches[0]
+    toy_window.prev_action.trigger()  # wraps around to the last match
+    assert toy_window.match_list.current_record() is matches[-1]
+    toy_window.prev_miss_action.trigger()  # the near miss before it in list order, wrapping round
+    last = next(i for i, r in enumerate(records) if r is matches[-1])
+    before = [records[(last - k) % len(records)] for k in range(1, len(records))]
+    assert toy_window.match_list.current_record() is next(r for r in before if any(r is m for m in misses))
     assert "N" in [s.toString() for s in toy_window.next_action.shortcuts()]
     # a toy match: the Relu is removed (red) before, its producer modified (amber) after
     drop = next(r for r in records if r.pass_id == ToyDropActivation.id and hasattr(r, "summary"))

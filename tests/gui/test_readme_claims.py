@@ -170,8 +170,9 @@ def test_wheel_and_ctrl_plus_minus_zoom_drag_pans_f_fits_and_far_out_hides_label
 # ---- stepping through matches from the keyboard -----------------------------------------------------------
 def test_f3_shift_f3_alt_down_alt_up_and_n_step_through_the_matches(qtbot, toy_window):
     open_and_wait(qtbot, toy_window, "demo")
-    records = [r for result in toy_window.session.pipeline.results for r in (*result.matches, *result.near_misses)]
-    assert len(records) >= 3
+    records = [r for result in toy_window.session.pipeline.results for r in result.matches]
+    misses = [r for result in toy_window.session.pipeline.results for r in result.near_misses]
+    assert len(records) >= 3 and misses
     activate(qtbot, toy_window)
     toy_window.before.setFocus()
     provenance = toy_window.session.pipeline.provenance
@@ -195,6 +196,9 @@ def test_f3_shift_f3_alt_down_alt_up_and_n_step_through_the_matches(qtbot, toy_w
     for key, modifier, wanted in steps:
         qtbot.keyClick(toy_window.before, key, modifier)
         assert shown() == wanted, (key, modifier)
+    qtbot.keyClick(toy_window.before, KEY.Key_F3, MOD.ControlModifier)  # near misses have their own key
+    assert toy_window.match_list.current_record() in misses
+    assert toy_window.match_list.current_record().reason in toy_window.properties.toPlainText()
 
 
 # ---- the right-click menu on a node -----------------------------------------------------------------------
