@@ -490,6 +490,7 @@ class GraphEditor:
         self._copied: set[str] = set()
         self._added_after: dict[str, list[str]] = defaultdict(list)
         self._functions: list[proto.FunctionDef] = []
+        self._function_names: set[str] | None = None
         # Readers gained in this edit (producer -> reader nodes), on top of the source graph's
         # consumer index; nodes handed out by mutable() since the last redirect are re-read first.
         self._new_readers: dict[str, dict[str, None]] = defaultdict(dict)
@@ -584,12 +585,18 @@ class GraphEditor:
         found.update(self._new_readers.get(producer, {}))
         return [name for name in found if name in self._nodes]
 
-    def function_names(self) -> set[str]:
-        """Library functions of the source graph plus those added in this edit."""
-        return set(self.source.functions) | {f.signature.name for f in self._functions}
+    def has_function(self, name: str) -> bool:
+        """Whether the source graph's library or this edit has a function `name` (constant time, so
+        a pass that adds a function per kernel stays linear)."""
+        if self._function_names is None:
+            self._function_names = {f.signature.name for f in self.source.graph_def.library.function}
+            self._function_names.update(f.signature.name for f in self._functions)
+        return name in self._function_names
 
     def add_function(self, function: proto.FunctionDef) -> None:
         self._functions.append(function)
+        if self._function_names is not None:
+            self._function_names.add(function.signature.name)
 
     def build(self, *, validate: bool = True) -> Graph:
         graph_def = proto.GraphDef()

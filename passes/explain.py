@@ -62,10 +62,6 @@ def _kernels(graph: Graph, names: Iterable[str]) -> list[str]:
     return [n for n in names if n in graph and graph.op(n) not in NOT_KERNELS]
 
 
-def _rewrite_of(result: PassResult, match: Match) -> Rewrite | None:
-    return next((r for r in result.rewrites if r.match_index == match.index), None)
-
-
 def _saved_nodes(before: Graph, after: Graph, match: Match, rewrite: Rewrite | None) -> dict[str, Any]:
     """Ops (constants aside) and kernel launches the match stood for, before and after the rewrite.
 
@@ -435,9 +431,10 @@ def _is_tensor_input(graph: Graph, ref: TensorRef) -> bool:
 
 
 # ---- dispatch -----------------------------------------------------------------------------
-def explain_match(before: Graph, after: Graph, result: PassResult, match: Match, pass_cls: type) -> dict[str, Any]:
-    """The explanation of one match, from the graph the pass saw (`before`) and the one it produced."""
-    rewrite = _rewrite_of(result, match)
+def explain_match(before: Graph, after: Graph, rewrite: Rewrite | None, match: Match,
+                  pass_cls: type) -> dict[str, Any]:
+    """The explanation of one match, from the graph the pass saw (`before`), the one it produced and
+    the match's rewrite (None when it was not rewritten)."""
     family = getattr(pass_cls, "family", "")
     if family == "amct":
         if "factor" in match.bindings:
@@ -455,9 +452,10 @@ def explain_match(before: Graph, after: Graph, result: PassResult, match: Match,
 def attach_explanations(before: Graph, after: Graph, result: PassResult, pass_cls: type) -> None:
     """Set `match.explanation` on every match of the result; one that cannot be explained says why
     (an explanation never fails the fusion)."""
+    rewrites = {r.match_index: r for r in reversed(result.rewrites)}  # the first per match, in one pass
     for match in result.matches:
         try:
-            match.explanation = explain_match(before, after, result, match, pass_cls)
+            match.explanation = explain_match(before, after, rewrites.get(match.index), match, pass_cls)
         except Exception as e:  # an odd graph must not stop the pipeline
             match.explanation = {"family": getattr(pass_cls, "family", ""), "kind": "unavailable",
                                  "title": match.summary, "error": f"no explanation: {describe_error(e)}"}

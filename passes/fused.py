@@ -91,9 +91,8 @@ def fuse_subgraph(
     ordered = graph.in_graph_order(nodes)
     call_name = editor.unique_name(name)
     fn_name = function_name(call_name)
-    existing = editor.function_names()
     suffix = 1
-    while fn_name in existing:
+    while editor.has_function(fn_name):
         fn_name = f"{function_name(call_name)}_{suffix}"
         suffix += 1
     editor.add_function(build_function(graph, ordered, inputs, outputs, fn_name))
