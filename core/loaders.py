@@ -20,6 +20,7 @@ from core.errors import FuseLensError
 from core.graph import Graph
 from core.samples import SAMPLES, sample_path
 from core.tfimport import import_tensorflow
+from core.wording import shown
 
 MAGIC = {
     b"\x89PNG\r\n\x1a\n": "a PNG image",
@@ -136,14 +137,15 @@ def _checked_graph(graph_def: proto.GraphDef, source: str) -> Graph:
 def _check_tensors(graph_def: proto.GraphDef, source: str) -> None:
     """Every tensor attribute (Const values, in the graph and its functions) is one TensorFlow accepts."""
     bodies = [("", graph_def.node)]
-    bodies += [(f"function {f.signature.name}: ", f.node_def) for f in graph_def.library.function]
+    bodies += [(f"function {shown(f.signature.name)}: ", f.node_def) for f in graph_def.library.function]
     for where, nodes in bodies:
         for node in nodes:
             for key, value in node.attr.items():
                 if value.WhichOneof("value") == "tensor":
                     problem = proto.tensor_problem(value.tensor)
                     if problem:
-                        raise FuseLensError(f"{source}: {where}node {node.name} ({node.op}): attribute {key} {problem}")
+                        raise FuseLensError(f"{source}: {where}node {shown(node.name)} ({shown(node.op)}): "
+                                            f"attribute {shown(key)} {problem}")
 
 
 def _parse_pbtxt(path: Path, source: str) -> Graph:

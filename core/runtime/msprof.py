@@ -279,12 +279,12 @@ def read_msprof_json(paths: list[Path]) -> list[OpRecord]:
         if not isinstance(data, list):
             raise FuseLensError(f"{path}: not an msprof timeline (expected a JSON array of trace events)")
         events += [e for e in data if isinstance(e, dict)]
-    hardware = {e.get("pid") for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
-                and isinstance(e.get("args"), dict) and e["args"].get("name") == HARDWARE_PROCESS}
+    hardware = {_pid(e) for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
+                and isinstance(e.get("args"), dict) and e["args"].get("name") == HARDWARE_PROCESS} - {None}
     records = []
     for i, event in enumerate(events):
         args = event.get("args") if isinstance(event.get("args"), dict) else {}
-        if event.get("ph") != "X" or not (event.get("pid") in hardware or (not hardware and "Task Type" in args)):
+        if event.get("ph") != "X" or not (_pid(event) in hardware or (not hardware and "Task Type" in args)):
             continue
         where = f"{paths[0]}, event {i}"
         start, duration = _number(str(event.get("ts")), where, "ts"), _number(str(event.get("dur")), where, "dur")
@@ -294,6 +294,12 @@ def read_msprof_json(paths: list[Path]) -> list[OpRecord]:
                                 device="npu:0", start_us=start, dur_us=duration, block_dim=None, input_shapes=(),
                                 infer_id=None))
     return records
+
+
+def _pid(event: dict) -> int | str | None:
+    """A trace event's process id; None unless a number or a string (a JSON list or object is no id)."""
+    pid = event.get("pid")
+    return pid if isinstance(pid, (int, float, str)) and not isinstance(pid, bool) else None
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from core.errors import FuseLensError
+from core.wording import shown
 
 SECTIONS = ("GraphFusion", "UBFusion")
 STATES = ("on", "off")
@@ -64,12 +65,13 @@ def _parse_json(text: str, source: str) -> FusionSwitches:
     switches = FusionSwitches()
     for section, entries in data["Switch"].items():
         if section not in SECTIONS:
-            raise FuseLensError(f"{source}: unknown section Switch.{section} (known: {', '.join(SECTIONS)})")
+            raise FuseLensError(f"{source}: unknown section Switch.{shown(section)} (known: {', '.join(SECTIONS)})")
         if not isinstance(entries, dict):
             raise FuseLensError(f"{source}: Switch.{section} must be an object of PassName: \"on\"|\"off\"")
         for name, state in entries.items():
             if not isinstance(state, str) or state.lower() not in STATES:
-                raise FuseLensError(f"{source}: Switch.{section}.{name} is {state!r}, expected \"on\" or \"off\"")
+                raise FuseLensError(f"{source}: Switch.{section}.{shown(name)} is {state!r}, "
+                                    "expected \"on\" or \"off\"")
             switches.sections()[section][name] = state.lower()
     return switches
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.errors import FuseLensError
+from core.wording import shown
 
 POINTWISE = "pointwise"
 BROADCAST = "broadcast"
@@ -91,7 +92,7 @@ def parse_autofuse_flags(text: str) -> AutofuseFlags:
             raise FuseLensError(f"AUTOFUSE_FLAGS: bad item {item!r}: expected --key=value")
         key = key[2:].strip()
         if key not in _PARSERS:
-            raise FuseLensError(f"AUTOFUSE_FLAGS: bad item {item!r}: unknown flag --{key} "
+            raise FuseLensError(f"AUTOFUSE_FLAGS: bad item {item!r}: unknown flag {shown('--' + key)} "
                                 f"(known: {', '.join('--' + k for k in _PARSERS)})")
         field_name = _FIELDS.get(key, key)
         if field_name in values:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from core.errors import FuseLensError
+from core.wording import shown
 from passes.base import FusionPass
 from passes.registry import catalog, pass_order
 from passes.scope.features import Feature, NodeAttrFeature, NodeOpTypeFeature, ScopeFeature, ScopePattern
@@ -58,7 +59,7 @@ class _Field:
         value = self.value[key]
         if isinstance(key, int):
             return _Field(self.source, f"{self.path}[{key}]", value)
-        return _Field(self.source, f"{self.path}.{key}" if self.path else key, value)
+        return _Field(self.source, f"{self.path}.{shown(key)}" if self.path else shown(key), value)
 
     def mapping(self, known: Sequence[str] | None = None) -> _Field:
         """Check that the value is a mapping (with only `known` keys, unless None)."""
