@@ -135,11 +135,14 @@ def _checked_graph(graph_def: proto.GraphDef, source: str) -> Graph:
 
 
 def _check_tensors(graph_def: proto.GraphDef, source: str) -> None:
-    """Every tensor attribute (Const values, in the graph and its functions) is one TensorFlow accepts."""
+    """Every Const has a value, and every tensor attribute (in the graph and its functions) is one TensorFlow
+    accepts."""
     bodies = [("", graph_def.node)]
     bodies += [(f"function {shown(f.signature.name)}: ", f.node_def) for f in graph_def.library.function]
     for where, nodes in bodies:
         for node in nodes:
+            if node.op == "Const" and ("value" not in node.attr or node.attr["value"].WhichOneof("value") != "tensor"):
+                raise FuseLensError(f"{source}: {where}node {shown(node.name)} (Const) has no value attribute")
             for key, value in node.attr.items():
                 if value.WhichOneof("value") == "tensor":
                     problem = proto.tensor_problem(value.tensor)

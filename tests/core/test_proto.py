@@ -181,3 +181,14 @@ def test_a_file_with_a_corrupt_constant_is_refused_when_opened(tmp_path) -> None
         load_model(path)
     assert str(err.value) == (f"{path}: node w (Const): attribute value has 7 bytes of tensor_content; "
                               "shape [2, 2] of float32 needs 16")
+
+
+def test_a_const_without_a_value_is_refused_when_opened(tmp_path) -> None:
+    """TensorFlow refuses such a graph; reading it as a default (invalid) tensor only moved the problem into a pass."""
+    from core.loaders import load_model
+
+    const = make_node("Const", "w", attrs={"dtype": proto.AttrValue(type=types.DT_FLOAT)})
+    path = tmp_path / "no_value.pb"
+    path.write_bytes(proto.GraphDef(node=[const]).SerializeToString())
+    with pytest.raises(FuseLensError, match=r"node w \(Const\) has no value attribute$"):
+        load_model(path)
