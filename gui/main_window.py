@@ -30,6 +30,7 @@ from core.layout.overview import drawn_name, expand_scope, hidden_in
 from core.loaders import LoadedModel
 from gui.actions import make_action
 from gui.dialogs import MODEL_FILTER, RecentFiles, SamplesDialog, save_dialog, show_error
+from gui.match_filter import MatchFilterBar
 from gui.match_list import MatchList
 from gui.pane import Pane, diff_status, legend_html, titled
 from gui.pass_panel import PassPanel
@@ -84,7 +85,8 @@ class MainWindow(QMainWindow):
     def _build_central(self) -> None:
         left = QSplitter(Qt.Orientation.Vertical, self)
         left.addWidget(titled("Passes", self.pass_panel))
-        left.addWidget(titled("Matches and near misses", self.match_list))
+        self.match_filter = MatchFilterBar(self.match_list, self)
+        left.addWidget(titled("Matches and near misses", self.match_filter))
         left.setSizes([420, 420])
         graphs = QSplitter(Qt.Orientation.Horizontal, self)
         graphs.addWidget(self.panes["before"])
@@ -212,6 +214,7 @@ class MainWindow(QMainWindow):
         self.selection.set_provenance(None)
         self.selection.clear()
         self.match_list.set_results([])
+        self.match_filter.refresh()
         self.pass_panel.set_counts([])
         self.setWindowTitle(f"FuseLens — {model.name}")
         self.statusBar().showMessage(f"{model.name}: {len(model.graph)} nodes")
@@ -223,6 +226,7 @@ class MainWindow(QMainWindow):
             return
         self.selection.set_provenance(pipeline.provenance)
         self.match_list.set_results(pipeline.results)
+        self.match_filter.refresh()
         self.pass_panel.set_counts(pipeline.results)
         self.panes["before"].apply_diff(pipeline.provenance)
         matches = sum(len(r.matches) for r in pipeline.results)

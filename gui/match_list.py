@@ -76,7 +76,7 @@ class MatchList(QTreeWidget):
         return item.data(0, ITEM_ROLE) if item is not None else None
 
     def step(self, delta: int, kind: type[Match] | type[NearMiss] | None = None) -> Match | NearMiss | None:
-        """Move to the next (+1) or previous (-1) record of `kind` (any when None) in list order,
+        """Move to the next (+1) or previous (-1) shown record of `kind` (any when None) in list order,
         wrapping around; returns it, or None when there is none. A demo steps through what fused,
         so matches and near misses each have their own stepping."""
         if not self.records:
@@ -85,7 +85,7 @@ class MatchList(QTreeWidget):
         index = self.records.index(current) if current in self.records else (-1 if delta > 0 else 0)
         for step in range(1, len(self.records) + 1):
             item = self.records[(index + step * delta) % len(self.records)]
-            if kind is None or isinstance(item.data(0, ITEM_ROLE), kind):
+            if (kind is None or isinstance(item.data(0, ITEM_ROLE), kind)) and not item.isHidden():
                 self.setCurrentItem(item)
                 self.scrollToItem(item)
                 return item.data(0, ITEM_ROLE)
