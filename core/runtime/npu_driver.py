@@ -174,6 +174,7 @@ def run_side(bundle, side, results, args):
 
     spec = bundle["sides"][side]
     folder = os.path.join(results, side)
+    os.makedirs(folder, exist_ok=True)
     adapter = npu_session.import_npu(bundle["mode"])
     graph = load_graph(tf, os.path.join(HERE, spec["graph"]))
     switch_file = os.path.join(HERE, spec["fusion_switch_file"])

@@ -4,6 +4,7 @@ shapes, profile import onto the right graph, the NPU bundle, and the backend pro
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
 
@@ -12,7 +13,7 @@ from core.errors import FuseLensError
 from core.graph import Graph
 from core.nodes import make_node
 from core.runtime.backend_probe import probe_backends
-from core.runtime.npu_bundle import write_npu_bundle
+from core.runtime.npu_bundle import BundleSide, write_npu_bundle
 from core.runtime.profile_import import import_run_file
 from core.runtime.result import GraphRun, KernelStat, OutputComparison, RunResult, TimelineEvent
 from core.runtime.run_view import (
@@ -27,7 +28,7 @@ from core.runtime.run_view import (
     timeline_lanes,
     top_kernels,
 )
-from passes.config import PassConfig
+from core.runtime.switch_file import FusionSwitches, SwitchForms
 from passes.registry import run_pipeline
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
@@ -169,16 +170,23 @@ def test_run_file_round_trip_and_bad_paths(tmp_path):
         import_run_file(tmp_path / "bad.json")
 
 
-def test_npu_bundle_writes_the_script_and_both_graphs(tmp_path, abs_relu_exp_graphs):
+def test_npu_bundle_writes_both_sides_with_their_switches(tmp_path, abs_relu_exp_graphs):
+    """core's writer on its own (tests/cli/test_npu_bundle.py runs a whole bundle): the fused side here is
+    FuseLens's own fused graph, a library-function call the target check leaves alone."""
     original, fused = abs_relu_exp_graphs
-    paths = write_npu_bundle(tmp_path / "run_on_npu.py", model="abs_relu_exp", original=original, fused=fused,
-                             config=PassConfig.from_ids(["AutoFusePass"]), mode="tf2-compat", steps=7, warmup=2)
-    assert [p.name for p in paths] == ["run_on_npu_original.pb", "run_on_npu_fused.pb", "run_on_npu.py"]
-    script = paths[-1].read_text()
-    compile(script, str(paths[-1]), "exec")
-    assert "MODE = 'tf2-compat'" in script and "STEPS = 7" in script and f"'{FUSED}:0'" in script
-    assert "AUTOFUSE_FLAGS = '--enable_autofuse=true" in script and '"AutoFusePass": "on"' in script
-    assert Graph.from_bytes(paths[1].read_bytes(), source="fused").op(FUSED) in fused.functions
+    forms = {side: SwitchForms([], flags, FusionSwitches(graph_fusion={"ConvBatchnormFusionPass": state}), skips)
+             for side, flags, state, skips in (("original", "--enable_autofuse=false", "off", ()),
+                                               ("fused", "--enable_autofuse=true", "on", ("abs_0",)))}
+    report = write_npu_bundle(tmp_path / "bundle", model="abs_relu_exp", mode="tf2-compat", steps=7, warmup=2,
+                              original=BundleSide(original, forms["original"]), fused=BundleSide(fused, forms["fused"]),
+                              import_command="fuselens import-profile {results} --model abs_relu_exp")
+    spec = json.loads((report.folder / "bundle.json").read_text())
+    assert spec["steps"] == 7 and spec["sides"]["fused"]["fetches"] == [f"{FUSED}:0"]
+    assert spec["sides"]["fused"]["autofuse_skip_file"] == "switches/fused/autofuse_skip.ini"
+    assert spec["sides"]["original"]["autofuse_skip_file"] is None
+    assert Graph.from_bytes((report.folder / "fused.pb").read_bytes(), source="fused").op(FUSED) in fused.functions
+    assert report.switches["original"].endswith("fusion switch file: ConvBatchnormFusionPass off")
+    compile((report.folder / "run_on_npu.py").read_text(), "run_on_npu.py", "exec")
 
 
 def test_backend_probe_in_a_child_and_its_fallback(monkeypatch):
