@@ -90,6 +90,9 @@ def write_npu_bundle(folder: str | os.PathLike[str], *, model: str, original: Bu
     root = Path(folder)
     if root.exists() and not root.is_dir():
         raise FuseLensError(f"{root}: is a file; give a folder for the NPU bundle")
+    if root.suffix == ".py":
+        raise FuseLensError(f"{root}: the NPU export writes a bundle folder (its script is run_on_npu.py inside); "
+                            "give a folder name, e.g. -o npu_bundle/")
     graphs = {side: for_target(s.graph.graph_def.SerializeToString(deterministic=True), mode, f"{model} ({side}.pb)")
               for side, s in (("original", original), ("fused", fused))}
     inputs = {name: (original.graph.placeholder_spec(name)[0],

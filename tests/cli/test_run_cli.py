@@ -141,6 +141,10 @@ def test_export_npu_script_refuses_an_output_that_is_a_file(tmp_path, capsys):
     (tmp_path / "taken").write_text("x")
     assert cli_main(["export-npu-script", "abs_relu_exp", "-o", str(tmp_path / "taken")]) == 2
     assert capsys.readouterr().err.strip().endswith("taken: is a file; give a folder for the NPU bundle")
+    assert cli_main(["export-npu-script", "abs_relu_exp", "-o", str(tmp_path / "run_on_npu.py")]) == 2
+    err = capsys.readouterr().err
+    assert "the NPU export writes a bundle folder" in err and err.count("\n") == 1
+    assert not (tmp_path / "run_on_npu.py").exists()
 
 
 def test_mode_and_backend_choices_come_from_the_runtime_tables():
