@@ -17,10 +17,12 @@ password) and keep-alives, so a dead link ends the stream instead of hanging it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -205,7 +207,9 @@ class Transport:
         and leaves the run going; `cancelled` set stops following (the caller then cancels)."""
         folder = _q(run.folder)
         script = (f"cd {folder} || exit 3\nfor i in $(seq 100); do [ -s .pid ] && break; sleep 0.1; done\n"
-                  "tail -n +1 -f --pid=\"$(cat .pid)\" run.log\n"
+                  "pid=$(cat .pid); tail -n +1 -f run.log & t=$!\n"
+                  "while [ ! -e .exit ] && kill -0 \"$pid\" 2>/dev/null; do sleep 0.2; done\n"
+                  "sleep 0.3; kill $t 2>/dev/null\n"
                   "for i in $(seq 50); do [ -e .exit ] && break; sleep 0.1; done\n"
                   "echo \"@@exit $(cat .exit 2>/dev/null || echo lost)\"")
         process = subprocess.Popen(self.command(script), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -214,8 +218,9 @@ class Transport:
         if cancelled is not None:
             def watch() -> None:
                 while not stop.wait(0.1):
-                    if cancelled.is_set():
-                        process.terminate()
+                    if cancelled.is_set():  # the whole group: a local shell's `tail` holds the pipe too
+                        with contextlib.suppress(ProcessLookupError):
+                            os.killpg(process.pid, signal.SIGTERM)
                         return
             threading.Thread(target=watch, daemon=True).start()
         code: int | None = None
