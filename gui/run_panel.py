@@ -57,6 +57,7 @@ from session import Session
 
 if TYPE_CHECKING:
     from gui.main_window import MainWindow
+    from gui.remote_run import RemoteRuns
 
 BACKEND_TITLES = {"cpu": "CPU", "gpu": "GPU", "npu": "Ascend NPU"}
 DEFAULT_STEPS = 20
@@ -113,6 +114,7 @@ class RunPanel(QWidget):
         self.timeout_s: float | None = 600.0
         self._running = False
         self._worker: Worker | None = None
+        self.remote: RemoteRuns | None = None  # the "Ascend NPU (host)" backend (gui/remote_run.py)
         self._build_controls()
         self._build_results()
         self.heat = HeatOverlay(session, views, self.heat_legend, self)
@@ -249,6 +251,9 @@ class RunPanel(QWidget):
     def start_run(self) -> None:
         """Compile and run both graphs; a problem shows as an error message, the window stays."""
         if self._running:
+            return
+        if self.remote is not None and self.remote.active():
+            self.remote.start()
             return
         try:
             request = self.build_request()
@@ -468,6 +473,9 @@ def install_run_panel(window: MainWindow) -> RunPanel:
     """Add the run panel as a bottom dock, a Run menu, and Compile and run on the toolbar."""
     views = {side: pane.view for side, pane in window.panes.items()}
     panel = RunPanel(window.session, window.selection, window.workers, window.statusBar(), views, window)
+    from gui.remote_run import install_remote_runs
+
+    panel.remote = install_remote_runs(panel)
     dock = window.add_bottom_dock(panel, DOCK_TITLE)
     window.layout_done.connect(panel.heat.on_layout)
 

@@ -1,0 +1,305 @@
+"""The run dock's "Ascend NPU (host)" backend: choose a host, Compile and run, the charts appear.
+
+The run itself is `fuselens run MODEL --backend npu --host NAME` in a child process (writing the bundle
+needs TensorFlow, which the window never imports): its streamed lines fill the progress bar and the run
+log, Cancel sends it SIGTERM (it then kills the host's processes), and the run file it saves is shown
+with the same cards, charts, timeline, table and heat as a CPU run; its predicted-vs-actual report goes
+to the run log. Hosts are edited in a dialog with "Test connection" (session/remote_run.py's store).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.errors import Cancelled, FuseLensError
+from core.runtime import RunResult
+from core.runtime.remote import ADAPTERS, Check, Host, progress_of, transport_for
+from gui.dialogs import show_error
+from session.npu_export import import_command
+from session.remote_run import HostStore, describe_checks, host_from_fields
+
+if TYPE_CHECKING:
+    from gui.run_panel import RunPanel
+
+REMOTE = "npu-host"
+TITLE = "Ascend NPU (host)"
+MAIN = Path(__file__).resolve().parents[1] / "main.py"
+FIELDS = (("name", "Name"), ("address", "user@host[:port]"), ("identity_file", "Identity file"),
+          ("work_dir", "Remote work dir"), ("setup", "Set-up line"), ("python", "Remote Python"))
+
+
+class HostDialog(QDialog):
+    """Add, edit or remove an Ascend host; "Test connection" checks it in one round trip, off the GUI thread."""
+
+    def __init__(self, runs: RemoteRuns, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.runs = runs
+        self.setWindowTitle("Ascend hosts")
+        self.hosts = QComboBox(self)
+        self.edits: dict[str, QLineEdit] = {key: QLineEdit(self) for key, _ in FIELDS}
+        self.edits["address"].setToolTip("SSH in BatchMode: a key from your agent, ~/.ssh/config or the identity "
+                                         "file; no password is stored. `local` runs on this machine")
+        self.mode = QComboBox(self)
+        for mode, adapter in ADAPTERS.items():
+            self.mode.addItem(f"{mode} ({adapter})", mode)
+        self.checks = QPlainTextEdit(self)
+        self.checks.setReadOnly(True)
+        self.checks.setMinimumHeight(140)
+        self.test_button = QPushButton("Test connection", self)
+        save, remove = QPushButton("Save", self), QPushButton("Remove", self)
+        form = QFormLayout()
+        form.addRow("Host", self.hosts)
+        for key, label in FIELDS:
+            form.addRow(label, self.edits[key])
+        form.addRow("TF adapter", self.mode)
+        row = QHBoxLayout()
+        for button in (self.test_button, save, remove):
+            row.addWidget(button)
+        close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addLayout(row)
+        layout.addWidget(self.checks)
+        layout.addWidget(close)
+        self.resize(640, 520)
+        self.hosts.currentIndexChanged.connect(self._show_host)
+        self.test_button.clicked.connect(self.test_connection)
+        save.clicked.connect(self.save)
+        remove.clicked.connect(self.remove)
+        close.rejected.connect(self.reject)
+        self.reload()
+
+    def reload(self, select: str | None = None) -> None:
+        self.hosts.blockSignals(True)
+        self.hosts.clear()
+        self.hosts.addItem("(new host)", None)
+        for host in self.runs.store.all():
+            self.hosts.addItem(host.name, host.name)
+        self.hosts.blockSignals(False)
+        index = self.hosts.findData(select) if select else -1
+        self.hosts.setCurrentIndex(max(index, 0))
+        self._show_host()
+
+    def _show_host(self) -> None:
+        name = self.hosts.currentData()
+        host = next((h for h in self.runs.store.all() if h.name == name), None)
+        for key, _ in FIELDS:
+            self.edits[key].setText(str(getattr(host, key)) if host else "")
+            self.edits[key].setPlaceholderText(str(Host.__dataclass_fields__[key].default)
+                                               if key not in ("name", "address") else "")
+        self.mode.setCurrentIndex(max(self.mode.findData(host.mode if host else "tf1"), 0))
+        self.checks.clear()
+
+    def host(self) -> Host:
+        """The host as the form says (raises FuseLensError naming what is wrong)."""
+        fields = {key: edit.text().strip() for key, edit in self.edits.items()}
+        current = next((h for h in self.runs.store.all() if h.name == fields["name"]), None)
+        return host_from_fields({**fields, "mode": self.mode.currentData(),
+                                 "ssh_options": current.ssh_options if current else None})
+
+    def save(self) -> Host | None:
+        try:
+            host = self.host()
+            self.runs.store.put(host)
+        except FuseLensError as e:
+            show_error(self, "Host not saved", str(e))
+            return None
+        self.reload(host.name)
+        self.runs.reload_hosts(host.name)
+        return host
+
+    def remove(self) -> None:
+        name = self.hosts.currentData()
+        if name:
+            self.runs.store.remove(name)
+            self.reload()
+            self.runs.reload_hosts()
+
+    def test_connection(self) -> None:
+        try:
+            host = self.host()
+        except FuseLensError as e:
+            self.checks.setPlainText(str(e))
+            return
+        self.test_button.setEnabled(False)
+        self.checks.setPlainText(f"testing {host.address} …")
+        self.runs.panel.workers.start("host-test", f"testing {host.name}",
+                                      lambda progress, cancelled: transport_for(host).test(),
+                                      on_finished=self._tested, on_error=self._test_failed,
+                                      on_cancelled=lambda: self.test_button.setEnabled(True))
+
+    def _tested(self, checks: list[Check]) -> None:
+        self.test_button.setEnabled(True)
+        verdict = "ready for runs" if all(c.ok for c in checks) else "NOT ready"
+        self.checks.setPlainText(f"{self.hosts.currentText()}: {verdict}\n{describe_checks(checks)}")
+
+    def _test_failed(self, text: str) -> None:
+        self.test_button.setEnabled(True)
+        self.checks.setPlainText(text)
+
+
+class RemoteRuns:
+    """The host picker in the run dock's controls, the run on a host, and its log."""
+
+    def __init__(self, panel: RunPanel):
+        self.panel = panel
+        self.store = HostStore()
+        self.host = QComboBox(panel)
+        self.host.setToolTip("The Ascend host the bundle runs on (Hosts… to add one and test it)")
+        self.hosts_button = QPushButton("Hosts…", panel)
+        self.log = QPlainTextEdit()
+        self.log.setReadOnly(True)
+        self.log.setWindowTitle("Remote run log")
+        self.log.resize(900, 520)
+        self._process: subprocess.Popen[str] | None = None
+        panel.backend.addItem(TITLE, REMOTE)
+        index = panel.controls.indexOf(panel.backend) + 1
+        panel.controls.insertWidget(index, self.host)
+        panel.controls.insertWidget(index + 1, self.hosts_button)
+        panel.backend.currentIndexChanged.connect(self._backend_changed)
+        self.hosts_button.clicked.connect(self.edit_hosts)
+        self.reload_hosts()
+        self._backend_changed()
+
+    def active(self) -> bool:
+        return self.panel.backend.currentData() == REMOTE
+
+    def _backend_changed(self) -> None:
+        for widget in (self.host, self.hosts_button):
+            widget.setVisible(self.active())
+
+    def reload_hosts(self, select: str | None = None) -> None:
+        current = select or self.host.currentData()
+        self.host.clear()
+        try:
+            hosts = self.store.all()
+        except FuseLensError as e:
+            self.panel.status.showMessage(str(e), 10000)
+            hosts = []
+        for host in hosts:
+            self.host.addItem(f"{host.name} ({host.address})", host.name)
+        self.host.setCurrentIndex(max(self.host.findData(current), 0))
+
+    def edit_hosts(self) -> HostDialog:
+        dialog = HostDialog(self, self.panel)
+        dialog.show()
+        return dialog
+
+    def command(self, run_file: Path) -> list[str]:
+        """`fuselens run MODEL <the pass selection> --backend npu --host NAME --save RUN.json`."""
+        model, pipeline = self.panel.session.model, self.panel.session.pipeline
+        if model is None or pipeline is None:
+            raise FuseLensError("open a model first (and let the passes run): there is nothing to run yet")
+        name = self.host.currentData()
+        if not name:
+            raise FuseLensError("no Ascend host yet: Hosts… adds one (and tests it)")
+        spec = model.path if Path(model.path).exists() else model.name
+        selection = shlex.split(import_command(spec, pipeline.config))[5:]
+        shapes = self.panel.shapes.text().strip()
+        words = [sys.executable, str(MAIN), "run", spec, *selection, "--backend", "npu", "--host", name,
+                 "--steps", str(self.panel.steps.value()), "--warmup", str(self.panel.warmup.value()),
+                 "--save", str(run_file)]
+        for shape in filter(None, (s.strip() for s in shapes.split(";"))) if self.panel.shapes.isEnabled() else ():
+            words += ["--input-shape", shape]
+        return words
+
+    def start(self) -> None:
+        """The run on the chosen host, in a worker; nothing blocks the window."""
+        panel = self.panel
+        folder = Path(tempfile.mkdtemp(prefix="fuselens-remote-"))
+        try:
+            words = self.command(folder / "run.json")
+        except FuseLensError as e:
+            panel._failed(str(e))
+            return
+        self.log.clear()
+        self.log.appendPlainText(f"$ fuselens {' '.join(shlex.quote(w) for w in words[2:])}")
+        panel._set_running(True)
+        panel.progress.setRange(0, 100)
+        panel.progress.setValue(0)
+        panel.progress_label.setText(f"on {self.host.currentData()}: starting…")
+        panel._worker = panel.workers.start("run", "the run on the Ascend host",
+                                            lambda progress, cancelled: self._run(words, folder, progress, cancelled),
+                                            on_finished=self._finished, on_error=panel._failed,
+                                            on_cancelled=panel._on_cancelled, on_progress=self._line)
+
+    def _run(self, words: list[str], folder: Path, progress: Callable[[str], None],
+             cancelled: Callable[[], bool]) -> tuple[RunResult, str]:
+        """The child's stderr streamed as progress; SIGTERM on cancel (the child then kills the host's run)."""
+        out = folder / "report.txt"
+        with open(out, "w") as report:
+            self._process = process = subprocess.Popen(
+                words, stdout=report, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        errors: list[str] = []
+        assert process.stderr is not None
+
+        def watch() -> None:
+            while process.poll() is None:
+                if cancelled():
+                    with contextlib.suppress(ProcessLookupError):
+                        process.send_signal(signal.SIGTERM)
+                    return
+                threading.Event().wait(0.1)
+
+        threading.Thread(target=watch, daemon=True).start()
+        for line in process.stderr:
+            line = line.rstrip("\n")
+            if line.startswith("fuselens: error: "):
+                errors.append(line.removeprefix("fuselens: error: "))
+            progress(line)
+        code = process.wait()
+        self._process = None
+        if cancelled():
+            raise Cancelled()
+        text = out.read_text()
+        run_file = folder / "run.json"
+        if code not in (0, 3) or not run_file.exists():
+            raise FuseLensError("\n".join(errors) or f"the run on the host failed (exit {code}); see the run log")
+        return RunResult.load(run_file), text
+
+    def _line(self, line: str) -> None:
+        self.log.appendPlainText(line)
+        value = progress_of(line)
+        if value is not None and self.panel.running():
+            self.panel.progress.setValue(int(value * 100))
+        if line.strip():
+            self.panel.progress_label.setText(line[:90])
+
+    def _finished(self, outcome: tuple[RunResult, str]) -> None:
+        result, report = outcome
+        panel = self.panel
+        panel._set_running(False)
+        self.log.appendPlainText(report)
+        name = self.host.currentData()
+        panel.progress_label.setText(f"done on {name}: predicted vs actual in the run log")
+        panel.status.showMessage(f"NPU run on {name} imported", 10000)
+        panel.show_result(result)
+        self.log.show()
+
+
+def install_remote_runs(panel: RunPanel) -> RemoteRuns:
+    return RemoteRuns(panel)
