@@ -98,8 +98,9 @@ def test_fuselens_ledger_round_trips_through_ledger(tmp_path, capsys):
     code, _, err = run_cli(capsys, "fuse", "demo", "--ledger", tmp_path / "mine.json")
     assert code == 0 and "wrote" in err
     data = json.loads((tmp_path / "mine.json").read_text())
+    # 3 kernels, plus the Reshape that splits a chain in two (a near miss counts as matched, not effected)
     assert data["session_and_graph_id_0_0"]["graph_fusion"]["AutoFusePass"] == {"effect_times": "3",
-                                                                                 "match_times": "3"}
+                                                                                 "match_times": "4"}
     code, out, _ = run_cli(capsys, "ledger", tmp_path / "mine.json", "--model", "demo", "--json")
     rows = json.loads(out)["comparison"]["rows"]
     assert {r["status"] for r in rows} == {"agree"} and len(rows) == 7

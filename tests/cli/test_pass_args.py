@@ -11,7 +11,7 @@ COMMANDS_WITH_PASSES = ["fuse", "run", "import-profile", "export-npu-script"]
 
 
 def test_flag_string_options_are_found_in_every_subcommand():
-    assert flag_string_options(build_parser()) == {"--autofuse-flags"}
+    assert flag_string_options(build_parser()) == {"--autofuse-flags", "--a", "--b"}  # diff-config's selections
     for command in COMMANDS_WITH_PASSES:
         extra = ["-o", "x.py"] if command == "export-npu-script" else []
         args = parse_args([command, "m", "--autofuse-flags", "--max_fusion_size=8", *extra])
