@@ -1,14 +1,17 @@
-"""The heat overlay: graph nodes coloured by their kernel time per step, with a legend; on and off.
+"""The heat overlay: graph nodes coloured by their kernel time per step, or by their layerwise error,
+with a legend; on and off.
 
-Values come from core (`node_times`: kernel time summed per node); the panes draw them through
-the panes' `set_heat` with this module's colour scale (the one the legend draws), each pane
-scaled to its own slowest node, which the legend states.
+Kernel times come from core (`node_times`: kernel time summed per node); layerwise errors from the
+session's `LayerwiseReport` (fused nodes after, the original tensors they replace before), on a log
+scale from ERROR_FLOOR. The panes draw them through the panes' `set_heat` with this module's colour
+scale (the one the legend draws), each pane scaled to its own largest value, which the legend states.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QRectF, Qt
 from PySide6.QtGui import QColor, QLinearGradient, QPainter
@@ -19,7 +22,12 @@ from core.runtime.run_view import SIDE_OF_LABEL, format_us, node_times
 from gui.graph_view import GraphView
 from session import Session
 
+if TYPE_CHECKING:
+    from session.layerwise import LayerwiseReport
+
 GRADIENT_STOPS = 8
+ERROR_FLOOR = 1e-9  # errors at or below it are drawn coldest: float32 rounding of a reordered sum
+MODES = ("time", "error")
 
 
 def heat_colour(fraction: float) -> QColor:
@@ -45,21 +53,28 @@ class GradientBar(QWidget):
 
 
 class HeatLegend(QWidget):
-    """`0 [gradient] slowest node` plus the slowest node time per pane."""
+    """`0 [gradient] slowest node` plus the slowest node time per pane (or the same for errors)."""
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
+        self.low = QLabel("kernel time: 0", self)
         self.scale = QLabel(self)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(4)
-        layout.addWidget(QLabel("kernel time: 0", self))
+        layout.addWidget(self.low)
         layout.addWidget(GradientBar(self))
         layout.addWidget(self.scale)
 
     def set_maxima(self, maxima: dict[str, float]) -> None:
+        self.low.setText("kernel time: 0")
         self.scale.setText("slowest node (" + ", ".join(f"{side} {format_us(v)}" for side, v in maxima.items())
                            + " per step)" if maxima else "no kernel times")
+
+    def set_error_maxima(self, maxima: dict[str, float]) -> None:
+        self.low.setText(f"max abs error (log): ≤{ERROR_FLOOR:.0e}")
+        self.scale.setText("largest (" + ", ".join(f"{side} {v:.2g}" for side, v in maxima.items()) + ")"
+                           if maxima else "no layerwise compare yet: run with Layerwise on")
 
 
 class HeatOverlay(QObject):
@@ -72,7 +87,9 @@ class HeatOverlay(QObject):
         self.views = views
         self.legend = legend
         self.enabled = False
+        self.mode = "time"
         self.values: dict[str, dict[str, float]] = {}
+        self.errors: dict[str, dict[str, float]] = {}  # per side, node -> max abs error
 
     def set_result(self, result: RunResult | None) -> None:
         self.values = {}
@@ -83,8 +100,36 @@ class HeatOverlay(QObject):
             # coolest first: where a pane draws several nodes in one box (folded constants, a collapsed
             # scope), the last value written, the hottest, colours the box
             self.values[side] = dict(sorted(times.items(), key=lambda item: item[1]))
-        self.legend.set_maxima({side: max(v.values()) for side, v in self.values.items() if v})
+        self._legend()
         self.apply()
+
+    def set_errors(self, report: LayerwiseReport | None) -> None:
+        """Layerwise errors: each fused node's, and on the original side each replaced tensor's node."""
+        after: dict[str, float] = {}
+        before: dict[str, float] = {}
+        for node, comparisons in (report.nodes.items() if report else ()):
+            for c in comparisons:
+                if c.max_abs is None:
+                    continue
+                after[node] = max(after.get(node, 0.0), c.max_abs)
+                source = c.original.rsplit(":", 1)[0]
+                before[source] = max(before.get(source, 0.0), c.max_abs)
+        self.errors = {side: dict(sorted(v.items(), key=lambda item: item[1]))
+                       for side, v in (("before", before), ("after", after)) if v}
+        self._legend()
+        self.apply()
+
+    def set_mode(self, mode: str) -> None:
+        """"time" (kernel time per step) or "error" (layerwise max abs error)."""
+        self.mode = mode if mode in MODES else "time"
+        self._legend()
+        self.apply()
+
+    def _legend(self) -> None:
+        if self.mode == "error":
+            self.legend.set_error_maxima({side: max(v.values()) for side, v in self.errors.items()})
+        else:
+            self.legend.set_maxima({side: max(v.values()) for side, v in self.values.items() if v})
 
     def set_enabled(self, on: bool) -> None:
         self.enabled = on
@@ -96,7 +141,14 @@ class HeatOverlay(QObject):
             self._apply(side)
 
     def _apply(self, side: str) -> None:
-        self.views[side].set_heat(self.values.get(side) if self.enabled else None, heat_colour)
+        if not self.enabled:
+            values = None
+        elif self.mode == "error":  # a log scale: the pane's largest error is the hottest
+            values = {n: math.log10(max(v, ERROR_FLOOR) / ERROR_FLOOR) + 1e-3
+                      for n, v in self.errors.get(side, {}).items()}
+        else:
+            values = self.values.get(side)
+        self.views[side].set_heat(values, heat_colour)
 
     def on_layout(self, side: str) -> None:
         """A pane shows a new layout (its nodes were redrawn): colour them again."""

@@ -29,6 +29,7 @@ from core.layout import SCOPE_PREFIX, Layout, LayoutCache, default_cache
 from core.layout.overview import drawn_name, expand_scope, hidden_in
 from core.loaders import LoadedModel
 from gui.actions import make_action
+from gui.debug_tools import install_debug_tools
 from gui.dialogs import MODEL_FILTER, RecentFiles, SamplesDialog, save_dialog, show_error
 from gui.match_filter import MatchFilterBar
 from gui.match_list import MatchList
@@ -79,6 +80,7 @@ class MainWindow(QMainWindow):
                                       self.select_key)
         self._connect()
         self.run_panel = install_run_panel(self)  # the Run & profile dock, Run menu and toolbar action
+        self.debug_tools = install_debug_tools(self)  # skip boxes, layerwise errors, bisect, compare
         self.stages_panel = install_stages_panel(self)  # the toolchain's own graph dumps, stage by stage
 
     # ---- construction ---------------------------------------------------------------------------

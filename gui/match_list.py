@@ -2,11 +2,15 @@
 
 The list does not care which pass made a record: it reads PassResult.matches / near_misses,
 and shows the matches the user skipped and any pass or match that failed (not stepped through).
+Each match has a check box: unchecking it skips that match (its pass stays on), checking a
+skipped one fuses it again; the window turns that into a new PassConfig. After a layerwise
+compare a second column gives each match's error.
 """
 
 from __future__ import annotations
 
 import posixpath
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
@@ -15,22 +19,34 @@ from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QWidget
 from core.layout import short_name
 from passes.base import Match, NearMiss, PassResult
 
+if TYPE_CHECKING:
+    from session.layerwise import LayerwiseReport
+
 ITEM_ROLE = Qt.ItemDataRole.UserRole
 
 
 class MatchList(QTreeWidget):
+    """Column 0: the record, a match with a check box (unchecked = skipped, its pass stays on);
+    column 1, once a layerwise compare ran: the match's max abs error against the original."""
+
     item_chosen = Signal(object)  # Match | NearMiss
+    skip_toggled = Signal(str, bool)  # match id, skip it (True) or fuse it again (False)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
+        self.setColumnCount(2)
+        self.setHeaderLabels(["match", "max abs error"])
         self.setHeaderHidden(True)
+        self.setColumnHidden(1, True)
         self.setUniformRowHeights(True)
         self.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.records: list[QTreeWidgetItem] = []  # in stepping order
         self.prefix = ""  # the model's root scope, left out of labels (`mobilenetv2_1.00_224_1/`)
         self.currentItemChanged.connect(self._on_current)
+        self.itemChanged.connect(self._on_changed)
 
     def set_results(self, results: list[PassResult]) -> None:
+        current = self.current_record()
         self.blockSignals(True)
         self.clear()
         self.records = []
@@ -45,23 +61,90 @@ class MatchList(QTreeWidget):
             counts += [f"{len(result.errors)} failed"] if result.errors else []
             group = QTreeWidgetItem(self, [f"{result.pass_id}  ({', '.join(counts)})"])
             group.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            group.setFirstColumnSpanned(True)
             for error in result.errors:
                 item = QTreeWidgetItem(group, [f"⚠ {error}"])
                 item.setToolTip(0, error)
                 item.setForeground(0, QBrush(QColor("#a15c00")))
             for skipped in result.skipped:
                 item = QTreeWidgetItem(group, [f"⏸ skipped: {short_name(skipped.anchor)} ({skipped.summary})"])
-                item.setToolTip(0, f"{skipped.id}: kept out of fusion by the skip list")
+                item.setData(0, ITEM_ROLE, skipped)
+                item.setToolTip(0, f"{skipped.id}\nkept out of fusion (its pass stays on); check to fuse it again")
                 item.setForeground(0, QBrush(QColor("#5f6368")))
+                self._checkable(item, fused=False)
             for record in [*result.matches, *result.near_misses]:
                 item = QTreeWidgetItem(group, [self.label(record).replace(self.prefix, "") if self.prefix
                                                else self.label(record)])
                 item.setData(0, ITEM_ROLE, record)
-                item.setToolTip(0, self.label(record, short=False))
                 if isinstance(record, NearMiss):
+                    item.setToolTip(0, self.label(record, short=False))
                     item.setForeground(0, QBrush(QColor("#b3261e")))
+                else:
+                    item.setToolTip(0, f"{record.id}\n{self.label(record, short=False)}\nuncheck to skip this match")
+                    self._checkable(item, fused=True)
                 self.records.append(item)
             group.setExpanded(True)
+        if current is not None:
+            found = self.item_for(current)
+            if found is not None:
+                self.setCurrentItem(found)
+        self.blockSignals(False)
+        self.set_errors(None)
+
+    @staticmethod
+    def _checkable(item: QTreeWidgetItem, *, fused: bool) -> None:
+        item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+        item.setCheckState(0, Qt.CheckState.Checked if fused else Qt.CheckState.Unchecked)
+
+    def _on_changed(self, item: QTreeWidgetItem, column: int) -> None:
+        record = item.data(0, ITEM_ROLE)
+        if column == 0 and isinstance(record, Match):
+            self.skip_toggled.emit(record.id, item.checkState(0) == Qt.CheckState.Unchecked)
+
+    def match_items(self) -> dict[str, QTreeWidgetItem]:
+        """Match id -> its row, applied or skipped."""
+        found = {}
+        for i in range(self.topLevelItemCount()):
+            group = self.topLevelItem(i)
+            for j in range(group.childCount()):
+                record = group.child(j).data(0, ITEM_ROLE)
+                if isinstance(record, Match):
+                    found[record.id] = group.child(j)
+        return found
+
+    def item_for(self, record: Match | NearMiss) -> QTreeWidgetItem | None:
+        """The row of the same record in this (maybe newer) list: a match by id, a near miss by pass and anchor."""
+        if isinstance(record, Match):
+            return self.match_items().get(record.id)
+        return next((item for item in self.records if isinstance(r := item.data(0, ITEM_ROLE), NearMiss)
+                     and (r.pass_id, r.anchor) == (record.pass_id, record.anchor)), None)
+
+    def select_match(self, match_id: str) -> bool:
+        """Make a match current (its nodes are selected in both panes); False when it is not listed."""
+        item = self.match_items().get(match_id)
+        if item is None:
+            return False
+        self.setCurrentItem(item)
+        self.scrollToItem(item)
+        return True
+
+    def set_errors(self, report: LayerwiseReport | None) -> None:
+        """Show each match's layerwise max abs error; over the tolerance in red, the first divergent marked."""
+        self.setColumnHidden(1, report is None)
+        self.setHeaderHidden(report is None)
+        self.blockSignals(True)
+        for match_id, item in self.match_items().items():
+            row = report.matches.get(match_id) if report is not None else None
+            item.setText(1, "" if row is None else _error_text(row.max_abs, first=match_id == report.first_divergent,
+                                                                 over=not row.allclose))
+            item.setForeground(1, QBrush(QColor("#b3261e" if row is not None and not row.allclose else "#3c4043")))
+            if row is not None:
+                item.setToolTip(1, f"{match_id}: max abs {row.max_abs:.3g}, max rel {row.max_rel:.3g} over "
+                                   f"{row.compared} tensor(s), in the graph right after its pass"
+                                   + ("; the first divergent match in topological order"
+                                      if match_id == report.first_divergent else ""))
+        if report is not None:
+            self.resizeColumnToContents(1)
         self.blockSignals(False)
 
     @staticmethod
@@ -94,3 +177,8 @@ class MatchList(QTreeWidget):
     def _on_current(self, current: QTreeWidgetItem | None, _previous: QTreeWidgetItem | None) -> None:
         if current is not None and current.data(0, ITEM_ROLE) is not None:
             self.item_chosen.emit(current.data(0, ITEM_ROLE))
+
+
+def _error_text(value: float | None, *, first: bool, over: bool) -> str:
+    text = "–" if value is None else f"{value:.1e}"
+    return text + (" ✘ first" if first else " ✘" if over else "")

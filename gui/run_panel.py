@@ -53,11 +53,15 @@ from gui.heat import HeatLegend, HeatOverlay
 from gui.kernel_table import KernelTable
 from gui.selection import Selection, SelectionModel
 from gui.workers import Worker, WorkerPool
-from session import Session
+from session import FusionJob, Session
+from session.layerwise import LayerwiseReport, build_report, plan_layers
 
 if TYPE_CHECKING:
     from gui.main_window import MainWindow
     from gui.remote_run import RemoteRuns
+    from passes.registry import PipelineResult
+
+HelperFuse = Callable[[FusionJob, Callable[[str], None], Callable[[], bool]], "PipelineResult"]
 
 BACKEND_TITLES = {"cpu": "CPU", "gpu": "GPU", "npu": "Ascend NPU"}
 DEFAULT_STEPS = 20
@@ -106,9 +110,10 @@ class RunPanel(QWidget):
     run_failed = Signal(str)
 
     def __init__(self, session: Session, selection: SelectionModel, workers: WorkerPool, status: QStatusBar,
-                 views: Mapping[str, GraphView], parent: QWidget | None = None):
+                 views: Mapping[str, GraphView], parent: QWidget | None = None, *, fuse: HelperFuse | None = None):
         super().__init__(parent)
         self.session, self.selection, self.workers, self.status = session, selection, workers, status
+        self.fuse = fuse  # fusion in the TensorFlow helper: a layerwise compare re-fuses up to each pass
         self.result: RunResult | None = None
         self.handle: RunHandle | None = None
         self.timeout_s: float | None = 600.0
@@ -142,6 +147,10 @@ class RunPanel(QWidget):
         self.shapes = QLineEdit(self)
         self.shapes.setMinimumWidth(180)
         self.shapes.setToolTip("Shapes for inputs with unknown dimensions: NAME=D1,D2,...; separated by ';'")
+        self.layerwise_box = QCheckBox("Layerwise", self)
+        self.layerwise_box.setToolTip("Also compare every fused node's outputs with the original tensors they "
+                                      "replace, per match in the graph right after its pass: an error column in "
+                                      "the match list and an error heat overlay")
         self.run_button = QPushButton("Compile and run", self)
         self.run_button.setToolTip("Run the original and the fused graph in a child process (Ctrl+R)")
         self.run_button.setStyleSheet("font-weight: 600;")
@@ -155,6 +164,11 @@ class RunPanel(QWidget):
         self.heat_box = QCheckBox("Heat overlay", self)
         self.heat_box.setToolTip("Colour the graph nodes by their kernel time per step")
         self.heat_legend = HeatLegend(self)
+        self.heat_mode = QComboBox(self)
+        self.heat_mode.addItem("kernel time", "time")
+        self.heat_mode.addItem("layerwise error", "error")
+        self.heat_mode.setToolTip("What the heat overlay colours: kernel time per step, or each node's layerwise "
+                                  "max abs error (log scale; run with Layerwise on)")
         self.import_button = QPushButton("Import profile…", self)
         self.import_button.setToolTip("An msprof op_summary_*.csv / op_statistic_*.csv, or a FuseLens run file "
                                       "(.json); Run menu: a PROF_* folder")
@@ -167,7 +181,7 @@ class RunPanel(QWidget):
                               ("Input shapes", self.shapes)):
             row.addWidget(QLabel(label, self))
             row.addWidget(widget)
-        for widget in (self.run_button, self.cancel_button, self.progress, self.progress_label):
+        for widget in (self.layerwise_box, self.run_button, self.cancel_button, self.progress, self.progress_label):
             row.addWidget(widget)
         row.addStretch(1)
         row.addWidget(self.import_button)
@@ -193,7 +207,7 @@ class RunPanel(QWidget):
         corner = QWidget(self)
         corner_row = QHBoxLayout(corner)
         corner_row.setContentsMargins(0, 0, 4, 0)
-        for widget in (self.heat_legend, self.heat_box, QLabel("Top", self), self.top_n):
+        for widget in (self.heat_legend, self.heat_box, self.heat_mode, QLabel("Top", self), self.top_n):
             corner_row.addWidget(widget)
         self.tabs.setCornerWidget(corner)
         self.results = QWidget(self)
@@ -211,6 +225,9 @@ class RunPanel(QWidget):
         self.backends_known.connect(self.set_backends)
         self.top_n.valueChanged.connect(lambda _n: self.charts.set_result(self.result, self.top_n.value()))
         self.heat_box.toggled.connect(self.heat.set_enabled)
+        self.heat_mode.currentIndexChanged.connect(lambda _i: self.heat.set_mode(self.heat_mode.currentData()))
+        self.session.subscribe(lambda what: self.heat.set_errors(self.session.layerwise)
+                               if what in ("layerwise", "pipeline") else None)
         for view in (self.charts, self.timeline, self.table):
             view.kernel_clicked.connect(self.select_kernel)
         self.selection.changed.connect(self._on_selection)
@@ -261,13 +278,29 @@ class RunPanel(QWidget):
             self._failed(str(e))
             return
 
-        def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> RunResult:
+        pipeline = self.session.pipeline
+        layered = self.layerwise_box.isChecked()
+        if layered and self.fuse is None:
+            self._failed("a layerwise compare needs the TensorFlow helper, which this panel was not given")
+            return
+
+        def task(progress: Callable[[str], None], cancelled: Callable[[], bool]
+                 ) -> tuple[RunResult, LayerwiseReport | None]:
+            plan = None
+            if layered:
+                progress("layerwise: fusing up to each pass")
+                plan = plan_layers(pipeline, lambda graph, config: self.fuse(FusionJob(0, graph, config), progress,
+                                                                            cancelled), cancelled=cancelled)
+                if cancelled():
+                    raise Cancelled()
+                request.layers = plan.probes()
             self.handle = handle = start_run(request, self.run_progress.emit)
             while True:
                 if cancelled():
                     handle.cancel()
                 try:
-                    return handle.result(timeout=0.1)
+                    result = handle.result(timeout=0.1)
+                    return result, build_report(plan, handle.layers) if plan is not None else None
                 except TimeoutError:
                     continue
                 except FuseLensError:
@@ -305,11 +338,16 @@ class RunPanel(QWidget):
         self.progress_label.setText(str(progress))
         self.status.showMessage(f"Run: {progress}")
 
-    def _on_finished(self, result: RunResult) -> None:
+    def _on_finished(self, outcome: tuple[RunResult, LayerwiseReport | None]) -> None:
+        result, report = outcome
         self._set_running(False)
         self.progress_label.setText(f"done in {result.seconds:.1f} s")
         self.status.showMessage(f"Run finished in {result.seconds:.1f} s", 10000)
         self.show_result(result)
+        if report is not None:
+            self.session.set_layerwise(report)
+            self.heat_mode.setCurrentIndex(self.heat_mode.findData("error"))
+            self.status.showMessage(_layerwise_message(report), 15000)
 
     def _on_cancelled(self) -> None:
         self._set_running(False)
@@ -466,13 +504,21 @@ class RunPanel(QWidget):
                 self.heat_action]
 
 
+def _layerwise_message(report: LayerwiseReport) -> str:
+    found = len(report.divergent())
+    if report.first_divergent is None:
+        return f"Layerwise: all {len(report.matches)} matches agree with the original tensors they replace"
+    return f"Layerwise: {found} of {len(report.matches)} matches over the tolerance; first: {report.first_divergent}"
+
+
 RESULTS_HEIGHT = 430  # the dock's height once a run is shown: cards, a readable chart, and the tabs
 
 
 def install_run_panel(window: MainWindow) -> RunPanel:
     """Add the run panel as a bottom dock, a Run menu, and Compile and run on the toolbar."""
     views = {side: pane.view for side, pane in window.panes.items()}
-    panel = RunPanel(window.session, window.selection, window.workers, window.statusBar(), views, window)
+    panel = RunPanel(window.session, window.selection, window.workers, window.statusBar(), views, window,
+                     fuse=window.tensorflow.fuse)
     from gui.remote_run import install_remote_runs
 
     panel.remote = install_remote_runs(panel)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.errors import FuseLensError
 from core.graph import Graph
@@ -23,6 +24,10 @@ from core.runtime.result import RunResult
 from passes.config import PassConfig
 from passes.registry import PipelineResult, run_pipeline
 from passes.report import build_report
+
+if TYPE_CHECKING:
+    from session.bisect import BisectResult
+    from session.layerwise import LayerwiseReport
 
 SIDES = ("before", "after")
 
@@ -72,6 +77,8 @@ class Session:
         self._jobs = 0
         self._resume = Stage.EMPTY  # the stage a failed load returns to
         self._listeners: list[Listener] = []
+        self._layerwise: tuple[PipelineResult | None, LayerwiseReport | None] = (None, None)
+        self._bisect: tuple[LoadedModel | None, BisectResult | None] = (None, None)
 
     # ---- observing ---------------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> None:
@@ -206,6 +213,26 @@ class Session:
     def set_run(self, result: RunResult | None) -> None:
         self.last_run = result
         self._emit("run")
+
+    @property
+    def layerwise(self) -> LayerwiseReport | None:
+        """The last layerwise compare, while the pipeline it was made for is the one shown."""
+        pipeline, report = self._layerwise
+        return report if pipeline is self.pipeline and pipeline is not None else None
+
+    def set_layerwise(self, report: LayerwiseReport | None) -> None:
+        self._layerwise = (self.pipeline, report)
+        self._emit("layerwise")
+
+    @property
+    def bisect(self) -> BisectResult | None:
+        """The last bisect, while its model is the one open."""
+        model, result = self._bisect
+        return result if model is self.model and model is not None else None
+
+    def set_bisect(self, result: BisectResult | None) -> None:
+        self._bisect = (self.model, result)
+        self._emit("bisect")
 
     # ---- exports -----------------------------------------------------------------------------
     def _need_pipeline(self) -> PipelineResult:

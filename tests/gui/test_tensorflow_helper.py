@@ -68,7 +68,8 @@ def test_which_models_need_tensorflow(tmp_path):
 
 @pytest.mark.slow
 def test_the_window_process_never_imports_tensorflow(tmp_path):
-    """Open, fuse (AutoFuse builds library functions), infer shapes and run a sample, in a fresh process."""
+    """Open, fuse (AutoFuse builds library functions), infer shapes, run with a layerwise compare and
+    bisect a sample, in a fresh process."""
     script = textwrap.dedent("""
         import sys, time
         from PySide6.QtCore import QSettings
@@ -90,9 +91,14 @@ def test_the_window_process_never_imports_tensorflow(tmp_path):
         assert all(window.session.graph(side).shapes_ready for side in ("before", "after"))
         window.run_panel.steps.setValue(2)
         window.run_panel.warmup.setValue(1)
+        window.run_panel.layerwise_box.setChecked(True)  # re-fuses up to each pass: in the helper too
         window.run_panel.start_run()
         wait(lambda: window.run_panel.result is not None or not window.run_panel.running())
         assert window.run_panel.result is not None, "the run failed"
+        assert window.session.layerwise is not None, "no layerwise compare"
+        window.debug_tools.bisect.start()  # fuses every trial in the helper, runs in a child
+        wait(lambda: not window.debug_tools.bisect.running())
+        assert window.session.bisect is not None, "the bisect failed"
         print("TENSORFLOW-IMPORTED" if "tensorflow" in sys.modules else "NO-TENSORFLOW")
         window.close()
     """)
