@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
 BISECT_SLOT = "bisect"
 COMPARE_SLOT = "compare"
 CONFIG_FILTER = "FuseLens pass configuration (*.json);;All files (*)"
+BISECT_HEIGHT = 260  # the result is a dozen lines; the graph panes keep the rest
 
 
 def helper_fuse(window: MainWindow, cancelled: Callable[[], bool]) -> Callable[[Graph, PassConfig], PipelineResult]:
@@ -324,6 +326,9 @@ class DebugTools:
         self.window = window
         self.bisect = BisectPanel(window)
         self.bisect_dock: QDockWidget = window.add_bottom_dock(self.bisect, "Bisect")
+        run_dock = window.run_panel.parentWidget()
+        if isinstance(run_dock, QDockWidget):  # a tab beside Run and profile, not a second row of controls
+            window.tabifyDockWidget(run_dock, self.bisect_dock)
         self.bisect_dock.hide()
         self.compare: CompareDialog | None = None
         window.match_list.skip_toggled.connect(self.toggle_skip)
@@ -341,6 +346,7 @@ class DebugTools:
     def show_bisect(self) -> None:
         self.bisect_dock.show()
         self.bisect_dock.raise_()
+        self.window.resizeDocks([self.bisect_dock], [BISECT_HEIGHT], Qt.Orientation.Vertical)
 
     def show_compare(self) -> None:
         if self.compare is None:

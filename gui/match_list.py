@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QWidget
+from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem, QWidget
 
 from core.layout import short_name
 from passes.base import Match, NearMiss, PassResult
@@ -38,6 +38,9 @@ class MatchList(QTreeWidget):
         self.setHeaderLabels(["match", "max abs error"])
         self.setHeaderHidden(True)
         self.setColumnHidden(1, True)
+        self.header().setStretchLastSection(False)
+        self.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.header().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         self.setUniformRowHeights(True)
         self.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.records: list[QTreeWidgetItem] = []  # in stepping order
@@ -143,8 +146,6 @@ class MatchList(QTreeWidget):
                                    f"{row.compared} tensor(s), in the graph right after its pass"
                                    + ("; the first divergent match in topological order"
                                       if match_id == report.first_divergent else ""))
-        if report is not None:
-            self.resizeColumnToContents(1)
         self.blockSignals(False)
 
     @staticmethod

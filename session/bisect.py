@@ -391,6 +391,9 @@ def format_result(result: BisectResult) -> str:
     if result.noise is not None:
         lines.append(f"noise: the original timed against itself differed by up to {result.noise:.1f}% "
                      f"(threshold {result.threshold:g}%)")
+        if result.noise >= result.threshold:
+            lines.append("  note: that is at or above the threshold, so a verdict near it may be noise: raise "
+                         "--slowdown or --steps, or run on a quieter machine")
     whole = result.whole
     if whole is not None:
         lines.append(f"with all {result.matches} matches fused: {_figure(result, whole)}")
