@@ -6,6 +6,7 @@ A FuseLensError prints as one line on stderr and exits 2; never a traceback for 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib
 import json
@@ -116,3 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("fuselens: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `fuselens passes --json | head`: the reader left; say nothing more
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
