@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFormLayout,
     QHBoxLayout,
+    QInputDialog,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
@@ -39,7 +40,7 @@ from core.runtime import RunResult
 from core.runtime.remote import ADAPTERS, Check, Host, progress_of, transport_for
 from gui.dialogs import show_error
 from session.npu_export import import_command
-from session.remote_run import HostStore, describe_checks, host_from_fields
+from session.remote_run import HostStore, RunHistory, RunRecord, describe_checks, host_from_fields
 
 if TYPE_CHECKING:
     from gui.run_panel import RunPanel
@@ -170,6 +171,8 @@ class RemoteRuns:
         self.host = QComboBox(panel)
         self.host.setToolTip("The Ascend host the bundle runs on (Hosts… to add one and test it)")
         self.hosts_button = QPushButton("Hosts…", panel)
+        self.runs_button = QPushButton("Runs…", panel)
+        self.runs_button.setToolTip("Reopen an earlier NPU run from the history (mapped to the open model)")
         self.log = QPlainTextEdit()
         self.log.setReadOnly(True)
         self.log.setWindowTitle("Remote run log")
@@ -179,8 +182,10 @@ class RemoteRuns:
         index = panel.controls.indexOf(panel.backend) + 1
         panel.controls.insertWidget(index, self.host)
         panel.controls.insertWidget(index + 1, self.hosts_button)
+        panel.controls.insertWidget(index + 2, self.runs_button)
         panel.backend.currentIndexChanged.connect(self._backend_changed)
         self.hosts_button.clicked.connect(self.edit_hosts)
+        self.runs_button.clicked.connect(self.choose_run)
         self.reload_hosts()
         self._backend_changed()
 
@@ -188,7 +193,7 @@ class RemoteRuns:
         return self.panel.backend.currentData() == REMOTE
 
     def _backend_changed(self) -> None:
-        for widget in (self.host, self.hosts_button):
+        for widget in (self.host, self.hosts_button, self.runs_button):
             widget.setVisible(self.active())
 
     def reload_hosts(self, select: str | None = None) -> None:
@@ -207,6 +212,25 @@ class RemoteRuns:
         dialog = HostDialog(self, self.panel)
         dialog.show()
         return dialog
+
+    def choose_run(self) -> None:
+        """Pick a run from the history; its results are imported onto the open model's graphs."""
+        try:
+            records = [r for r in RunHistory().all() if r.results.is_dir()]
+        except FuseLensError as e:
+            show_error(self.panel, "Run history", str(e), self.panel.status)
+            return
+        if not records:
+            self.panel.status.showMessage("no NPU run has come back yet", 5000)
+            return
+        labels = [f"{r.started}  {r.model} on {r.host} ({r.status})  {r.id}" for r in reversed(records)]
+        label, ok = QInputDialog.getItem(self.panel, "Reopen an NPU run", "Run", labels, 0, False)
+        if ok:
+            self.reopen(list(reversed(records))[labels.index(label)])
+
+    def reopen(self, record: RunRecord) -> None:
+        self.panel.import_profile(str(record.results))
+        self.panel.progress_label.setText(f"run {record.id} ({record.model} on {record.host})")
 
     def command(self, run_file: Path) -> list[str]:
         """`fuselens run MODEL <the pass selection> --backend npu --host NAME --save RUN.json`."""

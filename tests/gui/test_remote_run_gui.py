@@ -72,6 +72,11 @@ def test_a_remote_run_from_the_window_shows_the_imported_results(qtbot, panel, d
     [record] = RunHistory().all()
     assert record.status == "done"
 
+    panel.show_result(None)  # reopened from the history: the same results on the open graphs
+    panel.remote.reopen(record)
+    qtbot.waitUntil(lambda: panel.result is not None, timeout=30000)
+    assert set(panel.result.graphs) == {"original", "fused"}
+
 
 def test_cancel_from_the_window_leaves_no_process_on_the_host(qtbot, panel):
     panel.start_run()
