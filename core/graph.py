@@ -21,6 +21,7 @@ import numpy as np
 from core import proto
 from core.errors import FuseLensError
 from core.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR, XLA_MUST_COMPILE_ATTR, FusedInfo
+from core.wording import shown
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -433,11 +434,12 @@ class Graph:
         problems: list[str] = []
         duplicates = sorted(set(duplicates))
         if duplicates:
-            problems.append(f"duplicate node names: {', '.join(duplicates[:5])}")
+            problems.append(f"duplicate node names: {', '.join(shown(d) for d in duplicates[:5])}")
         if not self.nodes:
             problems.append("the graph has no nodes")
         dangling = [
-            f"{name} -> {ref}" for name, refs in self._inputs.items() for ref in refs if ref.node not in self.nodes
+            f"{shown(name)} -> {shown(ref)}" for name, refs in self._inputs.items() for ref in refs
+            if ref.node not in self.nodes
         ]
         if dangling:
             more = f" (+{len(dangling) - 3} more)" if len(dangling) > 3 else ""

@@ -78,8 +78,9 @@ class PassConfig:
             config = config.with_switch_file(args.switch_file)
         if getattr(args, "enable_scope_passes", None):
             config = config.with_scope_list(",".join(args.enable_scope_passes), exclusive=False)
-        if getattr(args, "autofuse_flags", None) is not None:
-            config = config.with_autofuse_flags(args.autofuse_flags)
+        flags = getattr(args, "autofuse_flags", None)
+        if flags is not None:  # argparse hands `--autofuse-flags=--` over as [] (it strips a `--` value)
+            config = config.with_autofuse_flags(flags if isinstance(flags, str) else "--")
         config = config.with_passes(split_ids(getattr(args, "enable", None)), on=True)
         config = config.with_passes(split_ids(getattr(args, "disable", None)), on=False)
         skips = list(getattr(args, "skip_match", None) or [])

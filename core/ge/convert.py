@@ -33,6 +33,7 @@ UNCONNECTED_ATTR = "_unconnected_inputs"  # slots GE left empty (""), which a TF
 _ONNX_DESC = re.compile(r"^(input|output)_desc_(.+?):(\d+)$")
 _ONNX_DESC_JSON = re.compile(r"^(input|output)_desc_(\d+)$")
 _ONNX_DESC_COUNT = re.compile(r"^(input|output)_desc_nums$")
+MAX_DESC_GAP = 64  # tensor indexes past a node's own count that a dump may still skip to
 _TF_NAMES = {"DT_FLOAT16": "DT_HALF", "DT_BF16": "DT_BFLOAT16"}  # GE -> TF where the spelling differs
 # OpDef fields that the ge_onnx form writes as attributes: both forms expose them the same way.
 OPDEF_FIELDS = ("id", "stream_id", "input_name", "src_name", "src_index", "dst_name", "dst_index", "input_i",
@@ -342,6 +343,11 @@ def onnx_node_parts(node: Any) -> NodeParts:
         shape = list(attrs[f"{base}_desc_shape"].list.i) if f"{base}_desc_shape" in attrs else []
         attrs[base] = proto.AttrValue(tensor=tensor_proto(attrs[f"{base}_desc_dtype"].s.decode(), shape,
                                                           attrs.pop(key).s))
+    for direction, found in descs.items():  # an index far past the tensors the node has is a broken dump
+        limit = max(counts[direction], len(found)) + MAX_DESC_GAP
+        if found and max(found) >= limit:
+            raise ConvertError(f"node {node.name}: {direction}_desc index {max(found)} is far beyond its "
+                               f"{max(counts[direction], len(found))} {direction} tensors", node.name)
     ordered = {d: [descs[d].get(i, TensorDesc()) for i in range(max(counts[d], max(descs[d], default=-1) + 1))]
                for d in descs}
     return NodeParts(node.name, op, list(node.input), attrs, ordered["input"], ordered["output"])

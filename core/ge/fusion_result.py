@@ -23,6 +23,7 @@ from typing import Any
 
 from core.errors import FuseLensError
 from core.io import write_bytes_atomic
+from core.wording import shown
 
 GRAPH_FUSION = "graph_fusion"
 UB_FUSION = "ub_fusion"
@@ -158,11 +159,11 @@ def parse_fusion_result(text: str, source: str = "<fusion_result.json>") -> Fusi
         elif isinstance(value, dict) and all(str(k).startswith(f"{KEY}_") for k in value):
             for key, entry in value.items():
                 if not isinstance(entry, dict):
-                    raise FuseLensError(f"{_line(text, key, where)}: {key} holds {type(entry).__name__}, "
+                    raise FuseLensError(f"{_line(text, key, where)}: {shown(key)} holds {type(entry).__name__}, "
                                         "not the graph's sections")
                 result.graphs.append(_graph(key.removeprefix(f"{KEY}_"), entry, _line(text, key, where)))
         else:
-            keys = ", ".join(list(value)[:3]) if isinstance(value, dict) else type(value).__name__
+            keys = ", ".join(shown(k) for k in list(value)[:3]) if isinstance(value, dict) else type(value).__name__
             raise FuseLensError(f"{where}: not a fusion_result.json in either form (expected "
                                 f"\"{KEY}_<s>_<g>\" keys, or \"{KEY}\" inside each object; found {keys})")
     return result

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from core.errors import FuseLensError
 from core.graph import Graph
-from core.runtime.msprof import import_profile
+from core.runtime.msprof import PROFILE_FILES, import_profile
 from core.runtime.profile import NodeMapper
 from core.runtime.result import GraphRun, RunResult
 
@@ -38,8 +38,8 @@ def import_run_file(path: str | os.PathLike[str], original: Graph | None = None,
     path = Path(path)
     if not path.exists():
         raise FuseLensError(f"{path}: no such file or directory")
-    if path.is_file() and path.suffix.lower() == ".json":
-        return RunResult.load(path)
+    if path.is_file() and path.suffix.lower() == ".json" and not path.match(PROFILE_FILES["msprof_json"]):
+        return RunResult.load(path)  # a FuseLens run file (an msprof_*.json timeline is a profile)
     graphs = {name: g for name, g in (("original", original), ("fused", fused)) if g is not None}
     result = import_profile(path, graphs)
     if "imported" not in result.graphs:

@@ -96,20 +96,13 @@ def test_a_yaml_alias_bomb_in_a_rule_file_is_one_quick_error(tmp_path) -> None:
     assert time.perf_counter() - start < 2.0 and str(path) in message
 
 
-# ---- found in files owned elsewhere ---------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason=(
-    "core/graph.py Graph.validate prints node names raw: a name holding a line break makes the "
-    "'duplicate node names' / 'inputs name missing nodes' error two lines (fuzz case graphdef_fields 353)"))
+# ---- found in files owned elsewhere (fixed there) ---------------------------------------------------------------
 def test_node_names_with_a_newline_keep_the_graph_error_on_one_line(tmp_path) -> None:
     path = tmp_path / "dangling.pb"
     path.write_bytes(proto.GraphDef(node=[make_node("Relu", "r", ["two\nlines"])]).SerializeToString())
     one_line_error(load_model, path)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core/ge/convert.py onnx_node_parts builds one TensorDesc per index up to the largest "
-    "`output_desc_*:N` it sees, so `output_desc_dtype:18446744073709551616` (fuzz case ge_dump 320) "
-    "allocates without bound: a dump should be refused when N is far beyond output_desc_nums"))
 def test_a_ge_onnx_desc_index_is_bounded(tmp_path) -> None:
     dump = tmp_path / "ge_onnx_00000000_graph_0_PreRunBegin.pbtxt"
     dump.write_text(textwrap.dedent("""\
@@ -139,9 +132,6 @@ def test_a_ge_onnx_desc_index_is_bounded(tmp_path) -> None:
     assert done.returncode == 0, done.stderr[-500:]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core/ge/fusion_result.py quotes keys raw in its errors: a key holding a line break makes the "
-    "'not a fusion_result.json in either form' error two lines (fuzz case fusion_result 584)"))
 def test_fusion_result_keys_with_a_newline_stay_on_one_line(tmp_path) -> None:
     from core.ge.fusion_result import read_fusion_result
 
@@ -150,10 +140,6 @@ def test_fusion_result_keys_with_a_newline_stay_on_one_line(tmp_path) -> None:
     one_line_error(read_fusion_result, path)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core/runtime/profile_import.py import_run_file takes every .json for a FuseLens run file, so an msprof "
-    "timeline (msprof_*.json, which msprof.import_graph_run reads) fails with 'not a FuseLens run file'; "
-    "found by the fuzzer's seeds, also through `fuselens import-profile msprof_*.json`"))
 def test_import_profile_reads_an_msprof_json_timeline(tmp_path) -> None:
     from core.runtime.profile_import import import_run_file
 
@@ -163,10 +149,6 @@ def test_import_profile_reads_an_msprof_json_timeline(tmp_path) -> None:
     assert import_run_file(path).graphs
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cli/pass_args.py + passes/config.py: argparse drops a `--` value, so `--autofuse-flags=--` reaches "
-    "PassConfig.with_autofuse_flags as a list and ends in a traceback (AttributeError: 'list' object has no "
-    "attribute 'enable_autofuse'); fuzz case autofuse_flags 500 on the command line"))
 def test_autofuse_flags_of_only_dashes_on_the_command_line(capsys) -> None:
     from cli import main as cli_main
 
