@@ -13,34 +13,29 @@ from __future__ import annotations
 from functools import partial
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
     QDockWidget,
     QFileDialog,
-    QLabel,
     QMainWindow,
-    QSplitter,
-    QToolButton,
     QWidget,
 )
 
 from core.layout import SCOPE_PREFIX, Layout, LayoutCache, default_cache
 from core.layout.overview import drawn_name, expand_scope, hidden_in
 from core.loaders import LoadedModel
-from gui.actions import make_action
+from gui.chrome import build_chrome
 from gui.debug_tools import install_debug_tools
 from gui.dialogs import MODEL_FILTER, RecentFiles, SamplesDialog, save_dialog, show_error
-from gui.match_filter import MatchFilterBar
 from gui.match_list import MatchList
-from gui.pane import Pane, diff_status, legend_html, titled
+from gui.pane import Pane, diff_status
 from gui.pass_panel import PassPanel
 from gui.properties import FusedBodyDialog, PropertiesPanel
 from gui.run_panel import install_run_panel
-from gui.search import SearchHits, search_box
+from gui.search import SearchHits
 from gui.selection import Selection, SelectionModel
 from gui.stages_panel import install_stages_panel
-from gui.workers import WorkerPool, WorkIndicator
+from gui.workers import WorkerPool
 from passes.base import Match, NearMiss
 from passes.config import PassConfig
 from passes.registry import PipelineResult
@@ -73,9 +68,7 @@ class MainWindow(QMainWindow):
         self.panes = {side: Pane(side, title, self.workers, self.layout_cache, self)
                       for side, title in (("before", "Before (original)"), ("after", "After (fused)"))}
         self.before, self.after = self.panes["before"].view, self.panes["after"].view
-        self._build_central()
-        self._build_actions()
-        self._build_status_bar()
+        build_chrome(self)
         self.search_hits = SearchHits(self.search, self.search_status, {s: p.view for s, p in self.panes.items()},
                                       self.select_key)
         self._connect()
@@ -84,85 +77,6 @@ class MainWindow(QMainWindow):
         self.stages_panel = install_stages_panel(self)  # the toolchain's own graph dumps, stage by stage
 
     # ---- construction ---------------------------------------------------------------------------
-    def _build_central(self) -> None:
-        left = QSplitter(Qt.Orientation.Vertical, self)
-        left.addWidget(titled("Passes", self.pass_panel))
-        self.match_filter = MatchFilterBar(self.match_list, self)
-        left.addWidget(titled("Matches and near misses", self.match_filter))
-        left.setSizes([420, 420])
-        graphs = QSplitter(Qt.Orientation.Horizontal, self)
-        graphs.addWidget(self.panes["before"])
-        graphs.addWidget(self.panes["after"])
-        main = QSplitter(Qt.Orientation.Horizontal, self)
-        main.addWidget(left)
-        main.addWidget(graphs)
-        main.addWidget(titled("Properties", self.properties))
-        main.setStretchFactor(1, 1)
-        main.setSizes([360, 900, 320])
-        self.setCentralWidget(main)
-        self.setDockOptions(QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowTabbedDocks)
-
-    def _build_actions(self) -> None:
-        self.open_action = make_action(self, "Open…", self.open_dialog, QKeySequence.StandardKey.Open)
-        self.samples_action = make_action(self, "Samples…", self.samples_dialog, "Ctrl+Shift+O")
-        self.next_action = make_action(self, "Next match", lambda: self.step_match(1), ["N", "F3", "Alt+Down"],
-                                        "Next match (N, F3, Alt+Down); near misses have their own stepping")
-        self.prev_action = make_action(self, "Previous match", lambda: self.step_match(-1),
-                                        ["Shift+N", "Shift+F3", "Alt+Up"], "Previous match (Shift+N, Shift+F3, Alt+Up)")
-        self.next_miss_action = make_action(self, "Next near miss", lambda: self.step_match(1, NearMiss),
-                                            ["Ctrl+F3"], "Next near miss: why something did not fuse (Ctrl+F3)")
-        self.prev_miss_action = make_action(self, "Previous near miss", lambda: self.step_match(-1, NearMiss),
-                                            ["Ctrl+Shift+F3"], "Previous near miss (Ctrl+Shift+F3)")
-        self.fit_action = make_action(self, "Fit", self.fit_both, tip="Fit both panes (F in a pane)")
-        self.find_action = make_action(self, "Find", self.focus_search, QKeySequence.StandardKey.Find)
-        self.export_svg_action = make_action(self, "Graph as SVG…", lambda: self._export_graph_dialog("svg"))
-        self.export_png_action = make_action(self, "Graph as PNG…", lambda: self._export_graph_dialog("png"))
-        status = self.statusBar()
-        self.export_pb_action = make_action(self, "Fused model (.pb)…", lambda: save_dialog(
-            self, "Export the fused model", "fused.pb", "GraphDef (*.pb)", self.session.export_fused_pb, status))
-        self.export_report_action = make_action(self, "Fuse report (JSON)…", lambda: save_dialog(
-            self, "Export the fuse report", "report.json", "JSON (*.json)", self.session.export_report, status))
-        self.export_lesson_action = make_action(self, "Export lesson…", lambda: save_dialog(
-            self, "Export a lesson", "lesson.html", "Lesson (*.html *.md)", self.export_lesson, status),
-            tip="Every match drawn before/after and explained with its numbers, in one page that opens offline")
-
-        file_menu = self.menuBar().addMenu("&File")
-        self.open_dumps_action = make_action(self, "Open GE dump folder…", lambda: self.stages_panel.open_dialog(),
-                                             "Ctrl+Shift+D", "the toolchain's graph dumps (DUMP_GE_GRAPH), by stage")
-        file_menu.addActions([self.open_action, self.samples_action, self.open_dumps_action])
-        self.recent_menu = file_menu.addMenu("Open recent")
-        self.recent_menu.aboutToShow.connect(lambda: self.recent.fill(self.recent_menu, self.open_model))
-        export_menu = file_menu.addMenu("Export")
-        export_menu.addActions([self.export_svg_action, self.export_png_action, self.export_pb_action,
-                                self.export_report_action])
-        file_menu.addAction(self.export_lesson_action)
-        file_menu.addSeparator()
-        file_menu.addAction(make_action(self, "Quit", self.close, QKeySequence.StandardKey.Quit))
-        view_menu = self.menuBar().addMenu("&View")
-        view_menu.addActions([self.fit_action, self.find_action, self.prev_action, self.next_action,
-                              self.prev_miss_action, self.next_miss_action])
-
-        toolbar = self.addToolBar("Main")
-        toolbar.setObjectName("main-toolbar")
-        toolbar.addActions([self.open_action, self.samples_action])
-        export_button = QToolButton(self)
-        export_button.setText("Export")
-        export_button.setMenu(export_menu)
-        export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        toolbar.addWidget(export_button)
-        toolbar.addSeparator()
-        toolbar.addActions([self.prev_action, self.next_action, self.fit_action])
-        toolbar.addSeparator()
-        self.search, self.search_status = search_box(self)
-        toolbar.addWidget(self.search)
-        toolbar.addWidget(self.search_status)
-
-    def _build_status_bar(self) -> None:
-        self.work = WorkIndicator(self.workers, self)
-        self.statusBar().addPermanentWidget(QLabel(legend_html(), self))
-        self.statusBar().addPermanentWidget(self.work)
-        self.statusBar().showMessage("Open a model (Ctrl+O) or a sample (Ctrl+Shift+O), or drop a file here")
-
     def _connect(self) -> None:
         self.session.subscribe(self._on_session)
         self.before.painted.connect(self._on_before_painted)
@@ -422,7 +336,7 @@ class MainWindow(QMainWindow):
             on_finished=lambda written: self.statusBar().showMessage(f"Lesson written to {written}", 10000),
             on_error=lambda text: show_error(self, "Export a lesson failed", text, self.statusBar()))
 
-    def _export_graph_dialog(self, kind: str) -> None:
+    def export_graph_dialog(self, kind: str) -> None:
         side = "after" if self.after.hasFocus() and self.panes["after"].shown else "before"
         if self.panes[side].shown is not None:
             save_dialog(self, f"Export the {side} graph", f"{side}.{kind}", f"{kind.upper()} (*.{kind})",
