@@ -91,16 +91,19 @@ class SyntheticBuilder:
         dw = self.node("DepthwiseConv2dNative", f"{name}/depthwise",
                        [x, self.weight(f"{name}/depthwise_kernel", (3, 3, CHANNELS, 1))],
                        {"strides": [1, 1, 1, 1], "padding": "SAME", "data_format": "NHWC"})
-        p, s, c = self.stats(f"{name}/bn"), f"{name}/bn/batchnorm", (CHANNELS,)
+        return self.node("Relu6", f"{name}/relu6", [self.small_op_bn(dw, f"{name}/bn")])
+
+    def small_op_bn(self, x: str, name: str) -> str:
+        """A Keras small-op BatchNorm of `x` (AddV2 / Rsqrt / Mul x3 / Sub / AddV2 under NAME/batchnorm)."""
+        p, s, c = self.stats(name), f"{name}/batchnorm", (CHANNELS,)
         eps = self.const(f"{s}/add/y", np.float32(1e-3))
         add = self.node("AddV2", f"{s}/add", [p["variance"], eps], shapes=(c,))
         rsqrt = self.node("Rsqrt", f"{s}/Rsqrt", [add], shapes=(c,))
         inv = self.node("Mul", f"{s}/mul", [rsqrt, p["gamma"]], shapes=(c,))
-        mul_x = self.node("Mul", f"{s}/mul_1", [dw, inv])
+        mul_x = self.node("Mul", f"{s}/mul_1", [x, inv])
         mul_mean = self.node("Mul", f"{s}/mul_2", [p["mean"], inv], shapes=(c,))
         sub = self.node("Sub", f"{s}/sub", [p["beta"], mul_mean], shapes=(c,))
-        out = self.node("AddV2", f"{s}/add_1", [mul_x, sub])
-        return self.node("Relu6", f"{name}/relu6", [out])
+        return self.node("AddV2", f"{s}/add_1", [mul_x, sub])
 
     def conv_bias_mul(self, x: str, name: str) -> str:
         conv = self.node("Conv2D", f"{name}/conv", [x, self.weight(f"{name}/kernel", (1, 1, CHANNELS, CHANNELS))],

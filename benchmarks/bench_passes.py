@@ -35,8 +35,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -59,16 +57,7 @@ class KerasBlocks(SyntheticBuilder):
     def block(self, x: str, name: str, chain: bool) -> str:
         conv = self.node("Conv2D", f"{name}/conv", [x, self.weight(f"{name}/kernel", (1, 1, CHANNELS, CHANNELS))],
                          {"strides": [1, 1, 1, 1], "padding": "SAME", "data_format": "NHWC"})
-        p, s, c = self.stats(f"{name}/bn"), f"{name}/bn/batchnorm", (CHANNELS,)
-        eps = self.const(f"{s}/add/y", np.float32(1e-3))
-        add = self.node("AddV2", f"{s}/add", [p["variance"], eps], shapes=(c,))
-        rsqrt = self.node("Rsqrt", f"{s}/Rsqrt", [add], shapes=(c,))
-        inv = self.node("Mul", f"{s}/mul", [rsqrt, p["gamma"]], shapes=(c,))
-        mul_x = self.node("Mul", f"{s}/mul_1", [conv, inv])
-        mul_mean = self.node("Mul", f"{s}/mul_2", [p["mean"], inv], shapes=(c,))
-        sub = self.node("Sub", f"{s}/sub", [p["beta"], mul_mean], shapes=(c,))
-        out = self.node("AddV2", f"{s}/add_1", [mul_x, sub])
-        relu = self.node("Relu", f"{name}/relu", [out])
+        relu = self.node("Relu", f"{name}/relu", [self.small_op_bn(conv, f"{name}/bn")])
         if not chain:
             return relu
         gate = self.node("Sigmoid", f"{name}/swish/Sigmoid", [relu])

@@ -13,18 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-OUT = ROOT / "docs" / "screenshots"
-
-
-def wait(app, condition, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise SystemExit("timed out")
-        app.processEvents()
-        time.sleep(0.05)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from screenshot_common import OUT, wait
 
 
 def main() -> int:
