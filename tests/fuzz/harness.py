@@ -413,13 +413,6 @@ def _import_profile(path: Path) -> None:
     import_run_file(path)
 
 
-def _import_msprof_json(path: Path) -> None:
-    """The msprof timeline importer (import_run_file takes every .json for a run file: see test_fuzz_found.py)."""
-    from core.runtime.msprof import import_graph_run
-
-    import_graph_run(path)
-
-
 def _run_file_seeds(work: Path) -> list[tuple[str, bytes]]:
     from core.runtime.msprof import import_profile
 
@@ -473,7 +466,7 @@ FORMATS: dict[str, Format] = {f.name: f for f in [
     Format("msprof_csv", lambda work: _npu_files(work)["msprof_csv"], _text_mutations([m.csv_cells] * 4),
            _import_profile, lambda p, out: ["import-profile", str(p)]),
     Format("msprof_json", lambda work: _npu_files(work)["msprof_json"], _text_mutations([m.json_tree] * 3),
-           _import_msprof_json, lambda p, out: ["import-profile", str(p)]),
+           _import_profile, lambda p, out: ["import-profile", str(p)]),
     Format("run_file", _run_file_seeds, _text_mutations([m.json_tree] * 4), _import_profile,
            lambda p, out: ["import-profile", str(p)]),
     Format("ge_dump", lambda work: _npu_files(work)["ge_dump"], _text_mutations([m.replace_quoted, m.edit_lines]),

@@ -1,8 +1,8 @@
 """What the fuzzer found, as regression tests (the inputs cut down to what triggers each bug).
 
 Fixed here: the msprof timeline importer, AUTOFUSE_FLAGS, switch files, rule files and the model
-loader. Found in files owned elsewhere: strict xfail tests naming the file to fix (the fuzz runs
-report those as known through harness.KNOWN_BUGS instead of failing on them).
+loader. Found in files owned elsewhere and fixed there (they began as strict xfail tests naming the
+file to fix; a bug the fuzzer finds before its fix lands goes in harness.KNOWN_BUGS the same way).
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def test_a_yaml_alias_bomb_in_a_rule_file_is_one_quick_error(tmp_path) -> None:
     assert time.perf_counter() - start < 2.0 and str(path) in message
 
 
-# ---- found in files owned elsewhere (fixed there) ---------------------------------------------------------------
+# ---- found in files owned elsewhere (fixed there) ------------------------------------------------
 def test_node_names_with_a_newline_keep_the_graph_error_on_one_line(tmp_path) -> None:
     path = tmp_path / "dangling.pb"
     path.write_bytes(proto.GraphDef(node=[make_node("Relu", "r", ["two\nlines"])]).SerializeToString())

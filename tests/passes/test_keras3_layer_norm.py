@@ -20,6 +20,7 @@ from passes.registry import run_pipeline
 from passes.scope.layer_norm import KERAS3_RULE_FILE, ScopeLayerNormPass
 from tests.passes.scope_check import assert_same_outputs, fused_calls
 from tests.zoo.models import ROOT, zoo_model
+from tests.zoo.zoo_check import assert_agrees
 
 RULE_FILE = ROOT / KERAS3_RULE_FILE
 RULE_FOR = {"float32": "ScopeKeras3LayerNormPass", "mixed_float16": "ScopeKeras3LayerNormMixedPass"}
@@ -122,29 +123,26 @@ def assert_fused_into_two_layer_norms(graph: Graph, policy: str) -> None:
     assert_same_outputs(graph, pipeline.fused, also)
 
 
-def test_the_rule_file_fuses_both_layers_as_frozen(keras_ln) -> None:
+@pytest.mark.parametrize("frozen_noop", [True, False], ids=["as_frozen", "without_the_frozen_noop"])
+def test_the_rule_file_fuses_both_layers_into_layer_norm_and_agrees(keras_ln, frozen_noop) -> None:
+    """As a tf.function freezes it (a NoOp with a control edge from every ReadVariableOp) and without it."""
     policy, graph = keras_ln
-    assert_fused_into_two_layer_norms(graph, policy)
-
-
-def test_the_rule_file_fuses_both_layers_into_layer_norm_and_agrees(keras_ln) -> None:
-    policy, graph = keras_ln
-    assert_fused_into_two_layer_norms(without_frozen_noop(graph), policy)
+    assert_fused_into_two_layer_norms(graph if frozen_noop else without_frozen_noop(graph), policy)
 
 
 def test_each_rule_matches_only_its_own_precision(keras_ln) -> None:
     policy, graph = keras_ln
     other = next(p for p in RULE_FOR if p != policy)
-    pipeline = run_pipeline(without_frozen_noop(graph), rule_config(other))
-    assert not pipeline.result(RULE_FOR[other]).matches
+    assert not run_pipeline(graph, rule_config(other)).result(RULE_FOR[other]).matches
 
 
 @pytest.mark.slow
-def test_convnext_layer_norms_are_named_near_misses() -> None:
+def test_convnext_layer_norms_are_near_misses_and_the_rule_fuses_all_23() -> None:
     graph = load_model(zoo_model("ConvNeXtTiny")).graph
     result = ScopeLayerNormPass().dry_run(graph)
     assert len(result.near_misses) == len(layer_scopes(graph)) == 23  # stem, 18 blocks, 3 downsamplings, head
     assert all(n.reason.startswith(LAYOUT) for n in result.near_misses)
-    fused = run_pipeline(without_frozen_noop(graph), rule_config("float32"))
-    assert len(fused.result(RULE_FOR["float32"]).matches) == 23
-    assert len(fused_calls(fused.fused, "LayerNorm")) == 23
+    pipeline = run_pipeline(graph, rule_config("float32"))
+    assert len(pipeline.result(RULE_FOR["float32"]).matches) == 23
+    assert len(fused_calls(pipeline.fused, "LayerNorm")) == 23
+    assert_agrees(pipeline, what="ConvNeXtTiny with the Keras 3 LayerNorm rule")

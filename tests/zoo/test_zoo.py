@@ -24,9 +24,7 @@ from core.runtime.compare import pair_outputs
 from passes.config import PassConfig
 from passes.registry import catalog, run_pipeline
 from tests.zoo.models import ZOO, zoo_model
-
-# max |fused - original| / max |original| for float32 (measured: at most ~1e-6 on every model)
-SCALE_TOLERANCE = 1e-4
+from tests.zoo.zoo_check import SCALE_TOLERANCE, assert_agrees, relative_error
 
 
 def every_pass() -> PassConfig:
@@ -60,12 +58,6 @@ def reference(name: str) -> Reference:
     return _last[name]
 
 
-def relative_error(original: np.ndarray, other: np.ndarray) -> float:
-    scale = float(np.abs(original).max())
-    assert np.isfinite(original).all() and scale > 0, "the original output is not finite, or all zeros"
-    return float(np.abs(other.astype(np.float64) - original).max()) / scale
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("config", list(CONFIGS))
 @pytest.mark.parametrize("name", list(ZOO))
@@ -76,14 +68,7 @@ def test_zoo_model_fuses_and_agrees(name: str, config: str) -> None:
         f"{ref.instability:.2e}), so a comparison with the fused graph proves nothing")
     pipeline = run_pipeline(ref.graph, CONFIGS[config]())
     assert sum(len(r.matches) for r in pipeline.results) > 0, f"{name}: nothing fused"
-    pairs = pair_outputs(ref.graph, pipeline.fused, pipeline.provenance.original_to_final())
-    fused = run_graph(pipeline.fused, ref.feeds, [f for _, f in pairs])
-    for original, tensor in pairs:
-        want = ref.outputs[original.split(":")[0]]
-        assert fused[tensor].dtype == want.dtype and fused[tensor].shape == want.shape
-        error = relative_error(want, fused[tensor])
-        assert error <= SCALE_TOLERANCE, (f"{name} ({config}): {tensor} differs from {original} by {error:.2e} "
-                                          f"of the output's scale (two original runs: {ref.instability:.1e})")
+    assert_agrees(pipeline, ref.feeds, ref.outputs, f"{name} ({config}; two original runs: {ref.instability:.1e})")
 
 
 @pytest.mark.slow
