@@ -257,18 +257,16 @@ class RemoteRuns:
         try:
             words = self.command(folder / "run.json")
         except FuseLensError as e:
-            panel._failed(str(e))
+            panel.fail(str(e))
             return
         self.log.clear()
         self.log.appendPlainText(f"$ fuselens {' '.join(shlex.quote(w) for w in words[2:])}")
-        panel._set_running(True)
+        panel.launch("the run on the Ascend host",
+                     lambda progress, cancelled: self._run(words, folder, progress, cancelled),
+                     self._finished, self._line)
         panel.progress.setRange(0, 100)
         panel.progress.setValue(0)
         panel.progress_label.setText(f"on {self.host.currentData()}: starting…")
-        panel._worker = panel.workers.start("run", "the run on the Ascend host",
-                                            lambda progress, cancelled: self._run(words, folder, progress, cancelled),
-                                            on_finished=self._finished, on_error=panel._failed,
-                                            on_cancelled=panel._on_cancelled, on_progress=self._line)
 
     def _run(self, words: list[str], folder: Path, progress: Callable[[str], None],
              cancelled: Callable[[], bool]) -> tuple[RunResult, str]:
@@ -316,7 +314,7 @@ class RemoteRuns:
     def _finished(self, outcome: tuple[RunResult, str]) -> None:
         result, report = outcome
         panel = self.panel
-        panel._set_running(False)
+        panel.set_running(False)
         self.log.appendPlainText(report)
         name = self.host.currentData()
         panel.progress_label.setText(f"done on {name}: predicted vs actual in the run log")

@@ -52,7 +52,7 @@ from gui.graph_view import GraphView
 from gui.heat import HeatLegend, HeatOverlay
 from gui.kernel_table import KernelTable
 from gui.selection import Selection, SelectionModel
-from gui.workers import Worker, WorkerPool
+from gui.workers import Task, Worker, WorkerPool
 from session import FusionJob, Session
 from session.layerwise import LayerwiseReport, build_report, plan_layers
 
@@ -130,7 +130,7 @@ class RunPanel(QWidget):
         layout.addLayout(self.controls)
         layout.addWidget(self.results, 1)
         self._connect()
-        self._set_running(False)
+        self.set_running(False)
         self._on_model()
         self.show_result(None)
         BACKEND_PROBE.request(self.backends_known.emit)
@@ -275,13 +275,13 @@ class RunPanel(QWidget):
         try:
             request = self.build_request()
         except FuseLensError as e:
-            self._failed(str(e))
+            self.fail(str(e))
             return
 
         pipeline = self.session.pipeline
         layered = self.layerwise_box.isChecked()
         if layered and self.fuse is None:
-            self._failed("a layerwise compare needs the TensorFlow helper, which this panel was not given")
+            self.fail("a layerwise compare needs the TensorFlow helper, which this panel was not given")
             return
 
         def task(progress: Callable[[str], None], cancelled: Callable[[], bool]
@@ -308,18 +308,22 @@ class RunPanel(QWidget):
                         raise Cancelled() from None
                     raise
 
-        self._set_running(True)
         self.progress_label.setText(f"starting ({request.backend})…")
-        self._worker = self.workers.start("run", "the run", task, on_finished=self._on_finished,
-                                                 on_error=self._failed)
-        self._worker.signals.cancelled.connect(self._on_cancelled)
+        self.launch("the run", task, self._on_finished)
+
+    def launch(self, name: str, task: Task, on_finished: Callable[[Any], None],
+               on_progress: Callable[[str], None] | None = None) -> None:
+        """Run `task` as the dock's run (its Cancel, progress bar and failure dialog), in a worker."""
+        self.set_running(True)
+        self._worker = self.workers.start("run", name, task, on_finished=on_finished, on_error=self.fail,
+                                          on_cancelled=self._on_cancelled, on_progress=on_progress)
 
     def cancel_run(self) -> None:
         """Stop the run: its child process is killed."""
         if self._worker is not None and self._running:
             self._worker.cancel()
 
-    def _set_running(self, running: bool) -> None:
+    def set_running(self, running: bool) -> None:
         self._running = running
         self.run_button.setEnabled(not running)
         self.cancel_button.setEnabled(running)
@@ -340,7 +344,7 @@ class RunPanel(QWidget):
 
     def _on_finished(self, outcome: tuple[RunResult, LayerwiseReport | None]) -> None:
         result, report = outcome
-        self._set_running(False)
+        self.set_running(False)
         self.progress_label.setText(f"done in {result.seconds:.1f} s")
         self.status.showMessage(f"Run finished in {result.seconds:.1f} s", 10000)
         self.show_result(result)
@@ -350,12 +354,13 @@ class RunPanel(QWidget):
             self.status.showMessage(_layerwise_message(report), 15000)
 
     def _on_cancelled(self) -> None:
-        self._set_running(False)
+        self.set_running(False)
         self.progress_label.setText("cancelled")
         self.status.showMessage("Run cancelled; its child process was stopped", 5000)
 
-    def _failed(self, text: str) -> None:
-        self._set_running(False)
+    def fail(self, text: str) -> None:
+        """The run failed: say so in the dock, the status bar and a dialog."""
+        self.set_running(False)
         self.progress_label.setText("failed")
         self.progress_label.setToolTip(text)
         self.run_failed.emit(text)
