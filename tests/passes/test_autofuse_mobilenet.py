@@ -6,7 +6,7 @@ import pytest
 from autofuse_check import assert_same_outputs
 
 from passes.config import PassConfig
-from passes.registry import catalog, run_pipeline
+from passes.registry import run_pipeline
 from passes.report import build_report, format_report
 
 pytestmark = pytest.mark.slow
@@ -33,7 +33,6 @@ def test_autofuse_alone_fuses_every_batchnorm_tail_and_keeps_the_numbers(mobilen
     assert_same_outputs(mobilenet, pipeline.fused, pipeline.results)
 
 
-@pytest.mark.skipif("amct" not in {c.family for c in catalog()}, reason="the AMCT passes are not in this tree yet")
 def test_amct_then_autofuse_keeps_the_numbers_and_the_report_lists_groups_and_near_misses(mobilenet):
     pipeline = run_pipeline(mobilenet, PassConfig.default().with_autofuse_flags("--autofuse_enable_pass=reduce"))
     assert [r.pass_id for r in pipeline.results if r.matches][-1] == "AutoFusePass"
