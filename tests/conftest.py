@@ -23,3 +23,23 @@ def load_sample():
         return cache[name]
 
     return load
+
+
+@pytest.fixture
+def own_fuselens_dirs(tmp_path, monkeypatch):
+    """Hosts and run history of the test's own (FUSELENS_CONFIG_DIR / FUSELENS_DATA_DIR), not the user's."""
+    monkeypatch.setenv("FUSELENS_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("FUSELENS_DATA_DIR", str(tmp_path / "data"))
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    """An sshd on a loopback port with a generated key (tests/ssh_host.py), shared by a module's tests."""
+    from tests.ssh_host import sshd_unavailable, start_sshd
+
+    reason = sshd_unavailable()
+    if reason:
+        pytest.skip(reason)
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
+    yield server
+    server.stop()

@@ -13,10 +13,11 @@ import pytest
 from cli import main as cli_main
 from core.runtime.remote import LOCAL, Host, RemoteError, transport_for
 from session.remote_run import HostStore, RunHistory
-from tests.ssh_host import sshd_unavailable, start_sshd, write_fake_ascend_host
+from tests.ssh_host import sshd_unavailable, write_fake_ascend_host
 
 REASON = sshd_unavailable()
 needs_sshd = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+pytestmark = pytest.mark.usefixtures("own_fuselens_dirs")
 
 FAKE_DRIVER = '''import os, subprocess, sys, time
 mode = open("mode").read().strip()
@@ -33,19 +34,6 @@ print("done: bring back results", flush=True)
 '''
 
 
-@pytest.fixture(autouse=True)
-def _own_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv("FUSELENS_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setenv("FUSELENS_DATA_DIR", str(tmp_path / "data"))
-
-
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory):
-    if REASON:
-        pytest.skip(REASON)
-    server = start_sshd(tmp_path_factory.mktemp("sshd"))
-    yield server
-    server.stop()
 
 
 def fake_bundle(folder: Path, mode: str) -> Path:

@@ -13,24 +13,13 @@ import pytest
 from gui.remote_run import REMOTE
 from session.remote_run import HostStore, RunHistory
 from tests.gui.helpers import open_and_wait
-from tests.ssh_host import sshd_unavailable, start_sshd, write_fake_ascend_host
+from tests.ssh_host import sshd_unavailable, write_fake_ascend_host
 
 REASON = sshd_unavailable()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+pytestmark = [pytest.mark.skipif(REASON is not None, reason=REASON or ""), pytest.mark.usefixtures("own_fuselens_dirs")]
 RUN_MS = 180000
 
 
-@pytest.fixture(autouse=True)
-def _own_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv("FUSELENS_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setenv("FUSELENS_DATA_DIR", str(tmp_path / "data"))
-
-
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory):
-    server = start_sshd(tmp_path_factory.mktemp("sshd"))
-    yield server
-    server.stop()
 
 
 @pytest.fixture
