@@ -71,7 +71,6 @@ class Session:
         self.collapsed: dict[str, frozenset[str] | None] = dict.fromkeys(SIDES)
         self.last_run: RunResult | None = None
         self.stage = Stage.EMPTY
-        self.shapes_inferred = False  # the pipeline's graphs carry inferred shapes (edge labels)
         self.comparison: tuple[str, str] | None = None  # (before, after) labels while two given graphs are shown
         self._job: FusionJob | None = None
         self._jobs = 0
@@ -127,7 +126,6 @@ class Session:
         self.pipeline = None
         self.comparison = None
         self.last_run = None
-        self.shapes_inferred = False
         self.collapsed = dict.fromkeys(SIDES)
         self._job = None  # a fusion still out for the previous model is stale now
         self._set_stage(Stage.DRAWING)
@@ -149,10 +147,6 @@ class Session:
             return None
         return self._new_job()
 
-    def refuse(self) -> FusionJob | None:
-        """Fuse again with the same configuration (e.g. after a failure)."""
-        return self._new_job() if self.model is not None and self.stage is not Stage.LOADING else None
-
     def _new_job(self) -> FusionJob:
         assert self.model is not None
         self._jobs += 1
@@ -168,7 +162,6 @@ class Session:
         if not self.is_current(job):
             return False
         self.pipeline = pipeline
-        self.shapes_inferred = False
         self._advance(Stage.SHAPES)
         self._emit("pipeline")
         return True
@@ -177,7 +170,6 @@ class Session:
         """Shape inference for a job's graphs finished (or gave up): the session is ready."""
         if not self.is_current(job):
             return False
-        self.shapes_inferred = True
         self._job = None
         self._advance(Stage.READY)
         self._emit("shapes")
@@ -199,7 +191,6 @@ class Session:
         self.pipeline = PipelineResult(before.graph, after, self.config, provenance=provenance)
         self.comparison = (before.name, after_label)
         self.last_run = None
-        self.shapes_inferred = True  # a dump records its tensor shapes; nothing to infer
         self.collapsed = dict.fromkeys(SIDES)
         self._job = None
         self._set_stage(Stage.READY)

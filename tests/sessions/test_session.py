@@ -39,7 +39,7 @@ def test_open_draw_fuse_shapes_ready(session, model):
     assert session.drawn() is None  # the first fusion starts once
     assert session.fusion_done(job, fuse(job))
     assert session.stage is Stage.SHAPES and session.graph("after") is session.pipeline.fused
-    assert session.shapes_done(job) and session.stage is Stage.READY and session.shapes_inferred
+    assert session.shapes_done(job) and session.stage is Stage.READY
     assert {"model", "pipeline", "stage", "shapes"} <= set(session.recorded)
 
 
@@ -100,7 +100,7 @@ def test_a_failed_job_settles_and_can_be_retried(session, model):
     session.set_model(model)
     job = session.drawn()
     assert session.job_failed(job) and session.stage is Stage.READY
-    retry = session.refuse()
+    retry = session.set_config(session.config)  # the same configuration, fused again
     assert retry is not None and session.stage is Stage.FUSING and retry.number > job.number
 
 
