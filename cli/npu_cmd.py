@@ -162,13 +162,7 @@ def add_check_args(p: argparse.ArgumentParser) -> None:
 
 def check_report(args: argparse.Namespace, pipeline: Any, result: Any) -> dict[str, Any]:
     """The predicted-vs-actual report of an imported run (the run with fusion on, if both are there)."""
-    from pathlib import Path
+    from session.npu_check import check_imported
 
-    from session.npu_check import check_prediction, gather_evidence
-
-    graphs = result.graphs
-    run = graphs.get("fused") or next(iter(graphs.values()), None)
-    folder = args.path if Path(args.path).is_dir() else None
-    evidence = gather_evidence(folder, run=run, fusion_result=args.fusion_result, dumps=args.dumps)
-    evidence.sources.setdefault("profile", str(args.path))
-    return check_prediction(pipeline, evidence, model=args.model, ledger_graph=args.ledger_graph, stage=args.stage)
+    return check_imported(pipeline, args.path, result, model=args.model, fusion_result=args.fusion_result,
+                          dumps=args.dumps, ledger_graph=args.ledger_graph, stage=args.stage)

@@ -18,19 +18,19 @@ did not predict, and the per-pass ledger rows. It is plain JSON, for the CLI and
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from core.errors import FuseLensError
-from core.ge.fusion_result import FusionResult, read_fusion_result
+from core.ge.fusion_result import FusionResult, LedgerRow, read_fusion_result
 from core.ge.provenance import ToolchainProvenance, provenance_table
 from core.ge.stages import DumpFolder, Stage, scan_dump_folder
 from core.graph import Graph
 from core.provenance import Provenance
 from core.runtime.msprof import FusionOpRecord, find_profile_files, read_fusion_op
 from core.runtime.profile import NodeMapper
-from core.runtime.result import GraphRun, KernelStat
+from core.runtime.result import GraphRun, KernelStat, RunResult
 from passes.ledger import compare_with_toolchain
 from passes.registry import PipelineResult
 
@@ -50,6 +50,7 @@ class NpuEvidence:
     dumps: DumpFolder | None = None
     sources: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    amct_before_ge: bool = False  # an NPU bundle's fused side: GE was handed the graph AMCT had folded already
 
 
 def gather_evidence(folder: str | os.PathLike[str] | None = None, *, run: GraphRun | None = None,
@@ -61,6 +62,7 @@ def gather_evidence(folder: str | os.PathLike[str] | None = None, *, run: GraphR
     root = Path(folder) if folder is not None else None
     if root is not None and (root / "original").is_dir() and (root / "fused").is_dir():
         root = root / "fused"  # an NPU bundle's results: the evidence is the fused side's (the baseline's is unfused)
+        evidence.amct_before_ge = True
     if root is not None and root.is_dir():
         files = find_profile_files(root)["fusion_op"]
         evidence.fusion_ops = [r for f in files for r in read_fusion_op(f)]
@@ -274,7 +276,10 @@ def check_prediction(pipeline: PipelineResult, evidence: NpuEvidence, *, model: 
     if evidence.fusion_result is not None and evidence.fusion_result.graphs:
         graph = evidence.fusion_result.graph(ledger_graph) if ledger_graph else evidence.fusion_result.busiest()
         sources["fusion_result_graph"] = graph.key
-        for row in compare_with_toolchain(pipeline, graph):
+        rows_of_graph = compare_with_toolchain(pipeline, graph)
+        if evidence.amct_before_ge:
+            rows_of_graph = [_done_by_amct(row, pipeline) for row in rows_of_graph]
+        for row in rows_of_graph:
             ledger_rows.append(row.to_json())
             if row.status == "not_modelled" and row.actual and row.actual.effect_times:
                 unpredicted.append({"kind": "pass", "name": row.name, "op_type": "", "original_nodes": [],
@@ -290,6 +295,22 @@ def check_prediction(pipeline: PipelineResult, evidence: NpuEvidence, *, model: 
                                        if (k == "profile" and run is not None) or k in sources)},
         "predicted": rows, "unpredicted": unpredicted, "ledger": ledger_rows, "notes": notes,
     }
+
+
+AMCT_BEFORE_GE = "done by AMCT before GE"
+
+
+def _done_by_amct(row: LedgerRow, pipeline: PipelineResult) -> LedgerRow:
+    """An AMCT fold under an FE pass name, on a bundle's fused side: AMCT folded it offline, so GE received the
+    folded graph and FE had nothing left to fold. FE counting no rewrite there is agreement, not a miss."""
+    if row.status != "disagree" or row.predicted is None or pipeline.config.get_pass(row.name).family != "amct":
+        return row  # (a row with FuseLens's counts is one of the pipeline's own passes)
+    folds = row.predicted.effect_times
+    if row.actual is None or row.actual.effect_times == 0:
+        return replace(row, status="agree", note=f"{AMCT_BEFORE_GE}: its {folds} fold(s) were in the graph GE "
+                                                 "received, so FE had nothing left to fold")
+    return replace(row, note=f"AMCT folded {folds} before GE, yet FE folded {row.actual.effect_times} more on the "
+                             "device")
 
 
 def _unpredicted(preds: list[Prediction], run: GraphRun | None, fusion_ops: list[FusionOpRecord],
@@ -325,6 +346,76 @@ def _unpredicted(preds: list[Prediction], run: GraphRun | None, fusion_ops: list
         kernel = next((k for k in run.kernels if k.kernel == entry["name"]), None) if run else None
         entry["npu_time_us"] = _per_step(kernel, run) if kernel and run else None
     return list(found.values())
+
+
+def check_imported(pipeline: PipelineResult, path: str | os.PathLike[str], result: RunResult, *, model: str = "",
+                   fusion_result: str | os.PathLike[str] | None = None, dumps: str | os.PathLike[str] | None = None,
+                   ledger_graph: str | None = None, stage: str | None = None) -> dict[str, Any]:
+    """The report of a run imported from `path` (a profile file, or a folder brought back from the NPU, whose
+    other records are read too), against the run with fusion on when both sides are there."""
+    run = result.graphs.get("fused") or next(iter(result.graphs.values()), None)
+    folder = path if Path(path).is_dir() else None
+    evidence = gather_evidence(folder, run=run, fusion_result=fusion_result, dumps=dumps)
+    evidence.sources.setdefault("profile", str(path))
+    return check_prediction(pipeline, evidence, model=model, ledger_graph=ledger_graph, stage=stage)
+
+
+# ---- the window's table ----------------------------------------------------------------------
+AGREED, MISSING, EXTRA, DIFFERENT, NO_EVIDENCE = (
+    "agreed", "missing on device", "extra on device", "different", "no evidence")
+STATUSES = (AGREED, MISSING, EXTRA, DIFFERENT, NO_EVIDENCE)
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """One row of the predicted-vs-actual table: a FuseLens prediction, a toolchain fusion it did not predict, or
+    a pass's counts in fusion_result.json, with what the toolchain did."""
+
+    status: str  # one of STATUSES
+    pass_id: str
+    node: str  # FuseLens's fused (or kept) node; "" where FuseLens made none
+    originals: tuple[str, ...]  # the original nodes it stands for: what a click selects
+    toolchain: str  # what the toolchain made of them: its node or kernel, or its pass counts
+    detail: str
+    time_us: float | None = None
+
+
+def check_rows(report: dict[str, Any]) -> list[CheckRow]:
+    """The report as table rows: predictions first, then the toolchain's fusions FuseLens did not predict, then
+    pass counts. A prediction is agreed when no record contradicts it, different when the toolchain fused its
+    nodes otherwise (or the records disagree), missing when they ran unfused; a toolchain fusion overlapping a
+    prediction is its different counterpart, one overlapping none is extra."""
+    rows = []
+    for p in report["predicted"]:
+        overlapping = [u for u in report["unpredicted"] if set(u["original_nodes"]) & set(p["original_nodes"])]
+        kinds = {e["verdict"] for e in p["evidence"]}
+        status = (NO_EVIDENCE if p["verdict"] == UNKNOWN else AGREED if NOT_FOUND not in kinds else
+                  DIFFERENT if overlapping or FOUND in kinds else MISSING)  # some record says otherwise: different
+        toolchain = next((e["toolchain_node"] for e in p["evidence"] if e["toolchain_node"]), None)
+        if overlapping:
+            toolchain = ", ".join(u["name"] for u in overlapping)
+        rows.append(CheckRow(status, p["pass"], p["node"], tuple(p["original_nodes"]), toolchain or "",
+                             "; ".join(f"{e['source']}: {e['detail']}" for e in p["evidence"]) or
+                             "no record came back that names these nodes", p["npu_time_us"]))
+    for u in report["unpredicted"]:
+        what = f"{u['name']} ({u['op_type']})" if u["op_type"] else u["name"]
+        detail = "; ".join(filter(None, [f"from {', '.join(u['sources'])}", u["detail"]]))
+        overlaps = any(set(u["original_nodes"]) & set(p["original_nodes"]) for p in report["predicted"])
+        rows.append(CheckRow(DIFFERENT if overlaps else EXTRA, ", ".join(u["passes"]) or "(toolchain)", "",
+                             tuple(u["original_nodes"]), what, detail, u["npu_time_us"]))
+    graph = report["sources"].get("fusion_result_graph", "")
+    for r in report["ledger"]:
+        if r["status"] not in ("agree", "disagree"):
+            continue  # unrecorded passes are judged by their matches above; unmodelled ones are listed as extra
+        counts = r["actual"] or {"match_times": 0, "effect_times": 0}
+        toolchain = f"fusion_result.json {graph}: {counts['match_times']} matched, {counts['effect_times']} fused"
+        mine = r["predicted"]
+        detail = r["note"] or (f"FuseLens too: {mine['match_times']} matched, {mine['effect_times']} fused"
+                               if mine else "")
+        rows.append(CheckRow(AGREED if r["status"] == "agree" else DIFFERENT, r["pass"], "(pass counts)", (),
+                             toolchain, detail))
+    return rows
+
 
 
 def format_check(report: dict[str, Any], *, limit: int = 30) -> str:
