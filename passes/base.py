@@ -52,17 +52,63 @@ class Match:
                 **({"explanation": self.explanation} if self.explanation is not None else {})}
 
 
+@dataclass(frozen=True)
+class Culprit:
+    """What broke a near miss, on the graph: the nodes at fault and, when the failure is an edge (an
+    intermediate read outside the match, a cycle, a non-constant input), that edge as (producer,
+    reader). Neither: something is missing (a count of none, an absent sibling scope), so the
+    structure as a whole is at fault."""
+
+    nodes: tuple[str, ...] = ()
+    edge: tuple[str, str] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"nodes": list(self.nodes), "edge": list(self.edge) if self.edge else None}
+
+
+class Reason(str):
+    """A refusal in words that carries its Culprit, so checks written as `a(...) or b(...)` still
+    return one value; a NearMiss built from it keeps the culprit and the plain text."""
+
+    culprit: Culprit
+
+    def __new__(cls, text: str, *nodes: str, edge: tuple[str, str] | None = None) -> Reason:
+        reason = super().__new__(cls, text)
+        reason.culprit = Culprit(tuple(dict.fromkeys(nodes)), edge)
+        return reason
+
+
+def reading_edge(graph: Graph, node: str, readers: Iterable[str] = ()) -> tuple[str, str] | None:
+    """The edge from `node` to its first reader among `readers` (the structure's nodes), else to its first reader."""
+    consumers = graph.consumer_nodes(node)
+    wanted = set(readers)
+    reader = next((c for c in consumers if c in wanted), consumers[0] if consumers else None)
+    return None if reader is None else (node, reader)
+
+
 @dataclass
 class NearMiss:
-    """A structure that looks like the pattern but fails a condition, with the reason in words."""
+    """A structure that looks like the pattern but fails a condition, with the reason in words.
+
+    `reason` may be a `Reason`: its culprit becomes this near miss's (the "why not" drawn on the graph).
+    """
 
     pass_id: str
     anchor: str
     nodes: tuple[str, ...]
     reason: str
+    culprit: Culprit = field(default_factory=Culprit)
+    bindings: dict[str, str] = field(default_factory=dict)  # role -> node, when the pattern got that far
+
+    def __post_init__(self) -> None:
+        if isinstance(self.reason, Reason):
+            if self.culprit == Culprit():
+                self.culprit = self.reason.culprit
+            self.reason = str(self.reason)
 
     def to_json(self) -> dict[str, Any]:
-        return {"anchor": self.anchor, "nodes": list(self.nodes), "reason": self.reason}
+        return {"anchor": self.anchor, "nodes": list(self.nodes), "reason": self.reason,
+                "culprit": self.culprit.to_json(), **({"bindings": self.bindings} if self.bindings else {})}
 
 
 def match_id(pass_id: str, anchor: str) -> str:
@@ -135,7 +181,7 @@ class FusionPass:
             if reason is None and len(found.nodes) > 1:
                 reason = self._cycle(graph, found)
             if reason is not None:
-                result.near_misses.append(NearMiss(self.id, found.anchor, found.nodes, reason))
+                result.near_misses.append(NearMiss(self.id, found.anchor, found.nodes, reason, bindings=found.bindings))
                 continue
             if found.id in self.options.get("skipped_matches", ()):
                 result.skipped.append(found)  # the user keeps it out; its nodes stay as they are
@@ -184,7 +230,8 @@ class FusionPass:
         for node in found.nodes:
             winner = claimed.get(node)
             if winner is not None:
-                return f"overlaps match #{winner.index} ({winner.summary}) on {node}; the first match wins"
+                return Reason(f"overlaps match #{winner.index} ({winner.summary}) on {node}; the first match wins",
+                              node)
         return None
 
     @staticmethod
@@ -199,8 +246,9 @@ class FusionPass:
             outside = [c for c in dict.fromkeys(readers) if c not in inside]
             if outside:
                 more = f" (+{len(outside) - 1} more)" if len(outside) > 1 else ""
-                return (f"{node} ({graph.op(node)}) has {len(outside) + _inside_count(graph, node, inside)} "
-                        f"consumers: it is also read by {outside[0]}{more} outside the match")
+                return Reason(f"{node} ({graph.op(node)}) has {len(outside) + _inside_count(graph, node, inside)} "
+                              f"consumers: it is also read by {outside[0]}{more} outside the match",
+                              node, edge=(node, outside[0]))
         return None
 
     def _shared_weight(self, graph: Graph, found: Match) -> str | None:
@@ -211,8 +259,8 @@ class FusionPass:
             for node in chain:  # data readers only: a control edge (Keras' frozen NoOp) reads no value
                 outside = [c.node for c in graph.consumers(node) if c.node not in allowed]
                 if outside:
-                    return (f"weight {weight} is shared with {outside[0]} outside the match; "
-                            "folding it would change that node too")
+                    return Reason(f"weight {weight} is shared with {outside[0]} outside the match; "
+                                  "folding it would change that node too", weight, edge=(node, outside[0]))
         return None
 
     @staticmethod
@@ -220,7 +268,8 @@ class FusionPass:
         path = graph.contraction_cycle(found.nodes)
         if path is None:
             return None
-        return f"fusing would create a cycle through {path[2]}, which is outside the match"
+        return Reason(f"fusing would create a cycle through {path[2]}, which is outside the match",
+                      path[2], edge=(path[0], path[1]))
 
 
 def describe_error(error: Exception) -> str:

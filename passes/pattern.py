@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from core.graph import Graph
+from passes.base import Reason
 
 
 class Pattern:
@@ -68,11 +69,17 @@ class MatchResult:
     bindings: dict[str, str] = field(default_factory=dict)
     reason: str = ""
     nodes: list[str] = field(default_factory=list)
+    edge: tuple[str, str] | None = None  # (the node at fault, the pattern node that reads it)
     depth: int = 0  # how far the match got before failing: the deepest failure is the best near miss
 
     @property
     def ok(self) -> bool:
         return not self.reason
+
+    @property
+    def refusal(self) -> Reason:
+        """The failure as a Reason with its culprit (empty when the match is ok)."""
+        return Reason(self.reason, *self.nodes, edge=self.edge)
 
     def fail(self, reason: str, *nodes: str) -> MatchResult:
         self.reason = reason
@@ -113,6 +120,8 @@ def _match(graph: Graph, pattern: Pattern, node: str, result: MatchResult) -> bo
         if sub is ANY:
             continue
         if not _match(graph, sub, ref.node, result):
+            if result.edge is None and ref.node in result.nodes:  # the input that did not fit, and where it goes
+                result.edge = (ref.node, node)
             return False
     return True
 

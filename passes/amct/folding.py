@@ -22,7 +22,7 @@ from core import proto
 from core.graph import FORWARDING_OPS, Graph, GraphEditor, TensorRef
 from core.nodes import make_const, make_node
 from core.provenance import Rewrite
-from passes.base import FusionPass, Match, NearMiss
+from passes.base import Culprit, FusionPass, Match, NearMiss, Reason, reading_edge
 from passes.pattern import Op, match
 
 BN_TYPES = "FusedBatchNorm|FusedBatchNormV2|FusedBatchNormV3"
@@ -118,26 +118,29 @@ def find_chain(graph: Graph, node: str, op_types: Iterable[str]) -> tuple[Chain 
     return chain, ""
 
 
-def non_constant(graph: Graph, named_inputs: Mapping[str, str]) -> str | None:
-    """A reason when one of the role -> node inputs is not a constant (seen through FOLD_THROUGH)."""
+def non_constant(graph: Graph, named_inputs: Mapping[str, str], readers: Iterable[str] = ()) -> Reason | None:
+    """A reason when one of the role -> node inputs is not a constant (seen through FOLD_THROUGH);
+    its culprit is the edge into the structure (`readers`)."""
     for role, node in named_inputs.items():
         if not graph.is_const(node, through=FOLD_THROUGH):
-            return f"the {role} ({node}, {graph.op(node)}) is not a constant, so it cannot be folded"
+            return Reason(f"the {role} ({node}, {graph.op(node)}) is not a constant, so it cannot be folded",
+                          node, edge=reading_edge(graph, node, readers))
     return None
 
 
-def bn_checks(graph: Graph, bn: str) -> str | None:
+def bn_checks(graph: Graph, bn: str) -> Reason | None:
     """Why a FusedBatchNorm* cannot be folded at all, or None."""
     if graph.attr(bn, "is_training", True):
-        return (f"{bn} ({graph.op(bn)}) is in training mode (is_training=true): it normalises with batch "
-                "statistics, so there are no fixed mean and variance to fold")
+        return Reason(f"{bn} ({graph.op(bn)}) is in training mode (is_training=true): it normalises with batch "
+                      "statistics, so there are no fixed mean and variance to fold", bn)
     params = {role: graph.input_node(bn, i + 1) for i, role in enumerate(BN_PARAMS)}
-    reason = non_constant(graph, {f"BatchNorm {role}": node for role, node in params.items()})
+    reason = non_constant(graph, {f"BatchNorm {role}": node for role, node in params.items()}, (bn,))
     if reason:
         return reason
     side = [c for c in graph.consumers(bn) if c.port != 0]
     if side:
-        return f"{side[0].node} reads output {side[0].port} of {bn} (its batch statistics), which a fold removes"
+        return Reason(f"{side[0].node} reads output {side[0].port} of {bn} (its batch statistics), which a fold "
+                      "removes", bn, edge=(bn, side[0].node))
     return None
 
 
@@ -306,22 +309,23 @@ class BatchnormFoldPass(AmctPass):
                 continue
             affine = bn_affine(graph, bn)
             if not affine.finite():
-                yield NearMiss(self.id, bn, nodes, f"folding {bn} gives NaN or Inf (variance + epsilon <= 0)")
+                yield NearMiss(self.id, bn, nodes, f"folding {bn} gives NaN or Inf (variance + epsilon <= 0)",
+                               Culprit((graph.input_node(bn, 4),)))
                 continue
             yield Match(self.id, bn, nodes, (bn,), f"fold {bn} into {chain.op}",
                         bindings={"op": chain.op, "bn": bn, "filter": chain.filter,
                                   **({"bias_add": chain.bias_add, "bias": chain.bias} if chain.bias_add else {})},
                         details=fold_details(graph, chain, affine), weights=chain.weights)
 
-    def _refusal(self, graph: Graph, chain: Chain, bn: str) -> str | None:
-        reason = bn_checks(graph, bn) or non_constant(graph, chain.weight_roles())
+    def _refusal(self, graph: Graph, chain: Chain, bn: str) -> Reason | None:
+        reason = bn_checks(graph, bn) or non_constant(graph, chain.weight_roles(), chain.nodes)
         if reason:
             return reason
         if graph.attr(bn, "data_format", "NHWC") != graph.attr(chain.op, "data_format", "NHWC"):
-            return f"{bn} and {chain.op} use different data formats"
+            return Reason(f"{bn} and {chain.op} use different data formats", bn, chain.op)
         channels, params = out_channels(graph, chain), int(np.prod(constant_shape(graph, graph.input_node(bn, 1))))
         if channels != params:
-            return f"{chain.op} has {channels} output channels but {bn} normalises {params}"
+            return Reason(f"{chain.op} has {channels} output channels but {bn} normalises {params}", chain.op, bn)
         return None
 
     def rewrite(self, graph: Graph, editor: GraphEditor, found: Match) -> Rewrite:

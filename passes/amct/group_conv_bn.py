@@ -22,7 +22,7 @@ from passes.amct.folding import (
     preview,
     replace_node,
 )
-from passes.base import Match, NearMiss
+from passes.base import Culprit, Match, NearMiss, Reason
 from passes.registry import register
 
 SPLIT_TYPES = frozenset({"Split", "SplitV"})
@@ -71,8 +71,9 @@ class GroupConvBatchnormFusionPass(AmctPass):
                 continue  # a concat of non-convs: not a group conv at all
             bad = next((i for i, (chain, _) in enumerate(found) if chain is None), None)
             if bad is not None:
+                branch = values[bad].node
                 yield NearMiss(self.id, bn, (concat, bn), f"input {bad} of {concat} is not a Conv2D branch: "
-                               f"{found[bad][1]}")
+                               f"{found[bad][1]}", Culprit((branch,), (branch, concat)))
                 continue
             group = GroupConv(bn, concat, first_slot, tuple(chain for chain, _ in found))
             reason = self._refusal(graph, group, values, axis_node)
@@ -81,7 +82,8 @@ class GroupConvBatchnormFusionPass(AmctPass):
                 continue
             affine = bn_affine(graph, bn)
             if not affine.finite():
-                yield NearMiss(self.id, bn, group.nodes, f"folding {bn} gives NaN or Inf (variance + epsilon <= 0)")
+                yield NearMiss(self.id, bn, group.nodes, f"folding {bn} gives NaN or Inf (variance + epsilon <= 0)",
+                               Culprit((graph.input_node(bn, 4),)))
                 continue
             branches, start = [], 0
             for chain in group.branches:
@@ -97,33 +99,39 @@ class GroupConvBatchnormFusionPass(AmctPass):
                         weights=tuple(w for chain in group.branches for w in chain.weights))
 
     @staticmethod
-    def _refusal(graph: Graph, group: GroupConv, values: list[TensorRef], axis_node: str) -> str | None:
+    def _refusal(graph: Graph, group: GroupConv, values: list[TensorRef], axis_node: str) -> Reason | None:
         sources = {graph.input_node(chain.op, 0) for chain in group.branches}
         split = next(iter(sources))
         if len(sources) != 1 or graph.op(split) not in SPLIT_TYPES:
-            return f"the branches of {group.concat} do not all read one Split, so this is not a group conv"
-        if any(v.port != 0 for v in values):
-            return f"{group.concat} reads a second output of a branch"
+            return Reason(f"the branches of {group.concat} do not all read one Split, so this is not a group conv",
+                          *sorted(sources))
+        second = next((v for v in values if v.port != 0), None)
+        if second is not None:
+            return Reason(f"{group.concat} reads a second output of a branch", second.node,
+                          edge=(second.node, group.concat))
         formats = {graph.attr(chain.op, "data_format", "NHWC") for chain in group.branches}
         formats.add(graph.attr(group.bn, "data_format", "NHWC"))
         if len(formats) != 1:
-            return f"the branches of {group.concat} and {group.bn} mix data formats"
+            return Reason(f"the branches of {group.concat} and {group.bn} mix data formats",
+                          *(chain.op for chain in group.branches), group.bn)
         channel_axis = 3 if formats.pop() == "NHWC" else 1
         axis = constant_value(graph, axis_node)
         if axis is None:
-            return f"the concat axis {axis_node} ({graph.op(axis_node)}) is not a constant"
+            return Reason(f"the concat axis {axis_node} ({graph.op(axis_node)}) is not a constant", axis_node,
+                          edge=(axis_node, group.concat))
         if int(axis) % 4 != channel_axis:
-            return (f"{group.concat} concatenates on axis {int(axis)}, not the channel axis {channel_axis}: "
-                    f"{group.bn}'s channels do not line up with the branches' output channels")
+            return Reason(f"{group.concat} concatenates on axis {int(axis)}, not the channel axis {channel_axis}: "
+                          f"{group.bn}'s channels do not line up with the branches' output channels", group.concat)
         reason = bn_checks(graph, group.bn)
         for chain in group.branches:
-            reason = reason or non_constant(graph, chain.weight_roles())
+            reason = reason or non_constant(graph, chain.weight_roles(), chain.nodes)
         if reason:
             return reason
         channels = sum(out_channels(graph, chain) for chain in group.branches)
         params = constant_value(graph, graph.input_node(group.bn, 1)).size
         if channels != params:
-            return f"the branches of {group.concat} give {channels} channels but {group.bn} normalises {params}"
+            return Reason(f"the branches of {group.concat} give {channels} channels but {group.bn} normalises "
+                          f"{params}", group.concat, group.bn)
         return None
 
     def rewrite(self, graph: Graph, editor: GraphEditor, found: Match) -> Rewrite:

@@ -20,7 +20,7 @@ from passes.amct.folding import (
     preview,
     replace_node,
 )
-from passes.base import Match, NearMiss
+from passes.base import Culprit, Match, NearMiss, Reason
 from passes.registry import register
 
 OP_TYPES = ("Conv2D", "MatMul", "DepthwiseConv2dNative", "Conv2DBackpropInput")
@@ -47,18 +47,19 @@ class OpBiasAddMulFusionPass(AmctPass):
             mul = node.name
             nodes = (*chain.nodes, mul)
             value = constant_value(graph, factor)
-            reason = non_constant(graph, chain.weight_roles())
+            reason = non_constant(graph, chain.weight_roles(), chain.nodes)
             if reason is None and value is None:
-                reason = f"{mul} multiplies by {factor} ({graph.op(factor)}), which is not a constant"
+                reason = Reason(f"{mul} multiplies by {factor} ({graph.op(factor)}), which is not a constant",
+                                factor, edge=(factor, mul))
             elif reason is None and value.shape != ():
-                reason = (f"{mul} multiplies by {factor} of shape {list(value.shape)}, not a scalar (empty shape): "
-                          "AMCT folds only a scalar Mul")
+                reason = Reason(f"{mul} multiplies by {factor} of shape {list(value.shape)}, not a scalar (empty "
+                                "shape): AMCT folds only a scalar Mul", factor, edge=(factor, mul))
             if reason:
                 yield NearMiss(self.id, mul, nodes, reason)
                 continue
             affine = Affine(np.asarray(value, np.float64))
             if not affine.finite():
-                yield NearMiss(self.id, mul, nodes, f"{factor} is NaN or Inf")
+                yield NearMiss(self.id, mul, nodes, f"{factor} is NaN or Inf", Culprit((factor,)))
                 continue
             yield Match(self.id, mul, nodes, (mul,), f"fold {mul} (x {preview(value)}) into {chain.op}",
                         bindings={"op": chain.op, "mul": mul, "factor": factor, "filter": chain.filter,

@@ -21,7 +21,7 @@ from core.graph import Graph, GraphEditor
 from core.nodes import make_const, make_node
 from core.provenance import Rewrite
 from passes.amct.folding import CONV_TYPES, AmctPass, constant_value, find_chain, preview, replace_node
-from passes.base import Match, NearMiss
+from passes.base import Match, NearMiss, Reason, reading_edge
 from passes.pattern import ANY, MatchResult, Op, match
 from passes.registry import register
 
@@ -81,10 +81,10 @@ class SmallOpBatchnormFusionPass(AmctPass):
             nodes = tuple(result.bindings[r] for r in OP_ROLES if r in result.bindings)
             nodes += tuple(n for n in result.nodes if n not in nodes)  # where a failed match stopped
             # computed statistics first: a LayerNorm is not "a BatchNorm that needs Sub"
-            reason = self._computed_statistics(graph, result.bindings) or result.reason \
+            reason = self._computed_statistics(graph, result.bindings) or result.refusal \
                 or self._refusal(graph, result.bindings)
             if reason:
-                yield NearMiss(self.id, node.name, nodes, reason)
+                yield NearMiss(self.id, node.name, nodes, reason, bindings=dict(result.bindings))
                 continue
             b = result.bindings
             x = graph.inputs(b["mul_x"])[0]
@@ -108,35 +108,38 @@ class SmallOpBatchnormFusionPass(AmctPass):
                 best = (variant, result)
         return best
 
-    def _computed_statistics(self, graph: Graph, b: dict[str, str]) -> str | None:
+    def _computed_statistics(self, graph: Graph, b: dict[str, str]) -> Reason | None:
         """Whether a parameter bound so far (also by a failed match) is computed, not a constant."""
         for role in CONSTANTS:
             if role in b and not self.is_constant(graph, b[role]):
-                return (f"the BatchNorm {role} {b[role]} ({graph.op(b[role])}) is not a constant: this normalises "
-                        "with computed statistics (e.g. a LayerNorm), not an inference BatchNorm")
+                return Reason(f"the BatchNorm {role} {b[role]} ({graph.op(b[role])}) is not a constant: this "
+                              "normalises with computed statistics (e.g. a LayerNorm), not an inference BatchNorm",
+                              b[role], edge=reading_edge(graph, b[role], b.values()))
         return None
 
-    def _refusal(self, graph: Graph, b: dict[str, str]) -> str | None:
+    def _refusal(self, graph: Graph, b: dict[str, str]) -> Reason | None:
         x = graph.inputs(b["mul_x"])[0]
+        into_x = (x.node, b["mul_x"])
         shape = graph.output_shape(x.node, x.port)
         if shape is None or len(shape) != 4:
             rank = "of unknown rank" if shape is None else f"{len(shape)}-D"
-            return f"the BatchNorm input {x} is {rank}; FusedBatchNormV3 needs a 4-D input"
+            return Reason(f"the BatchNorm input {x} is {rank}; FusedBatchNormV3 needs a 4-D input", x.node,
+                          edge=into_x)
         chain, _ = find_chain(graph, x.node, CONV_TYPES)
         if chain is None:
-            return (f"the BatchNorm input {x} ({graph.op(x.node)}) is not a Conv2D or DepthwiseConv2dNative "
-                    "[+ BiasAdd]: AMCT converts small-op BatchNorms only after a conv")
+            return Reason(f"the BatchNorm input {x} ({graph.op(x.node)}) is not a Conv2D or DepthwiseConv2dNative "
+                          "[+ BiasAdd]: AMCT converts small-op BatchNorms only after a conv", x.node, edge=into_x)
         if graph.node(b["mul_x"]).attr["T"].type not in FUSED_BN_DTYPES:
-            return f"{b['mul_x']} computes in {proto.dtype_name(graph.node(b['mul_x']).attr['T'].type)}, " \
-                   "which FusedBatchNormV3 does not support"
+            return Reason(f"{b['mul_x']} computes in {proto.dtype_name(graph.node(b['mul_x']).attr['T'].type)}, "
+                          "which FusedBatchNormV3 does not support", b["mul_x"])
         if shape[-1] is None:
-            return f"the channel count of {x} (its last dimension) is unknown"
+            return Reason(f"the channel count of {x} (its last dimension) is unknown", x.node, edge=into_x)
         if constant_value(graph, b["epsilon"]).size != 1:
-            return f"the epsilon {b['epsilon']} is not a scalar"
+            return Reason(f"the epsilon {b['epsilon']} is not a scalar", b["epsilon"])
         for role in PARAMS:
             if role in b and per_channel(constant_value(graph, b[role]), shape[-1]) is None:
-                return (f"the {role} {b[role]} has shape {list(constant_value(graph, b[role]).shape)}, not one value "
-                        f"per channel of the last axis ({shape[-1]})")
+                return Reason(f"the {role} {b[role]} has shape {list(constant_value(graph, b[role]).shape)}, not one "
+                              f"value per channel of the last axis ({shape[-1]})", b[role])
         return None
 
     def rewrite(self, graph: Graph, editor: GraphEditor, found: Match) -> Rewrite:

@@ -40,6 +40,7 @@ from passes.autofuse.op_classes import (
     fusion_class,
     operand_slots,
 )
+from passes.base import Reason
 
 MAX_INPUTS = 8
 MAX_REDUCE_PRODUCERS = 3
@@ -70,7 +71,7 @@ class Refusal:
 
     anchor: str
     nodes: tuple[str, ...]
-    reason: str
+    reason: Reason  # in words, with the node or edge at fault
 
 
 @dataclass
@@ -157,11 +158,13 @@ class _Grouper:
             category = self.category(name)
             if category is None or name in self.constant or self.flags.is_enabled(category):
                 continue
-            neighbours = [n for n in self.data_producers(name) + self.data_consumers(name) if self.fusible(n)]
+            producers = [n for n in self.data_producers(name) if self.fusible(n)]
+            neighbours = producers + [n for n in self.data_consumers(name) if self.fusible(n)]
             if neighbours:
-                self._refuse(name, [name, *neighbours],
-                             f"{self.describe(name)} is a {category} op and the {category} category is off, so it "
-                             f"is not fused with {self.describe(neighbours[0])}; {self.flags.how_to_enable(category)}")
+                edge = (neighbours[0], name) if producers else (name, neighbours[0])
+                self._refuse(name, [name, *neighbours], Reason(
+                    f"{self.describe(name)} is a {category} op and the {category} category is off, so it is not fused "
+                    f"with {self.describe(neighbours[0])}; {self.flags.how_to_enable(category)}", name, edge=edge))
 
     def _fuse_vertically(self, name: str) -> None:
         self.group_of[name] = _Group({name})
@@ -196,32 +199,35 @@ class _Grouper:
             self.group_of[member] = merged
         return True
 
-    def _merge_refusal(self, members: set[str], anchor: str) -> str | None:
+    def _merge_refusal(self, members: set[str], anchor: str) -> Reason | None:
         joining = self.describe(anchor)
         reduces = [m for m in members if self.kind[m] == REDUCE]
         if reduces:
             reduce = self.describe(reduces[0])
             producers = self.ordered(m for m in members if self.kind[m] != REDUCE)
             if len(producers) > MAX_REDUCE_PRODUCERS:
-                return (f"reduce {reduce} would take {len(producers)} elementwise producers "
-                        f"({', '.join(producers)}); a reduce takes at most {MAX_REDUCE_PRODUCERS}")
+                return Reason(f"reduce {reduce} would take {len(producers)} elementwise producers "
+                              f"({', '.join(producers)}); a reduce takes at most {MAX_REDUCE_PRODUCERS}", reduces[0])
             for member in producers:
                 readers = self.graph.consumer_nodes(member)
                 outside = [c for c in readers if c not in members] or ([] if readers else ["a graph output"])
                 if outside:
-                    return (f"intermediate {member} has a consumer outside the group ({outside[0]}); a reduce "
-                            f"ends its kernel as its only output, so {reduce} is not fused with {member}")
+                    edge = (member, outside[0]) if readers else None
+                    return Reason(f"intermediate {member} has a consumer outside the group ({outside[0]}); a reduce "
+                                  f"ends its kernel as its only output, so {reduce} is not fused with {member}",
+                                  member, edge=edge)
         if len(members) > self.flags.max_fusion_size:
-            return (f"fusing {joining} would make a kernel of {len(members)} ops, over "
-                    f"--max_fusion_size={self.flags.max_fusion_size}")
+            return Reason(f"fusing {joining} would make a kernel of {len(members)} ops, over "
+                          f"--max_fusion_size={self.flags.max_fusion_size}", anchor)
         inputs, _ = self.boundary(members)
         if len(inputs) > MAX_INPUTS:
-            return f"fusing {joining} would make a kernel with {len(inputs)} inputs, over the limit of {MAX_INPUTS}"
+            return Reason(f"fusing {joining} would make a kernel with {len(inputs)} inputs, over the limit of "
+                          f"{MAX_INPUTS}", anchor)
         cycle = self._cycle(members)
         if cycle is not None:
             member, reader = cycle
-            return (f"intermediate {member} has a consumer outside the group ({reader}) that leads back into it; "
-                    f"fusing {joining} would create a cycle")
+            return Reason(f"intermediate {member} has a consumer outside the group ({reader}) that leads back into "
+                          f"it; fusing {joining} would create a cycle", reader, edge=(member, reader))
         return None
 
     def _cycle(self, members: set[str]) -> tuple[str, str] | None:
@@ -299,18 +305,19 @@ class _Grouper:
                 for second in after.values():
                     if first is not second:
                         chains = " and ".join("->".join(self.graph.op(op) for op in g.ops) for g in (first, second))
-                        self._refuse(name, [name, *first.ops, *second.ops],
-                                     f"{self.describe(name)} is not a vector op, so AutoFuse cannot fuse across it: "
-                                     f"the chains {chains} become two kernels ({first.name}, {second.name})")
+                        self._refuse(name, [name, *first.ops, *second.ops], Reason(
+                            f"{self.describe(name)} is not a vector op, so AutoFuse cannot fuse across it: the chains "
+                            f"{chains} become two kernels ({first.name}, {second.name})", name))
 
-    def _alone_reason(self, name: str) -> str:
-        """Why a fusible op found no partner: which neighbour stopped the chain."""
-        parts = []
+    def _alone_reason(self, name: str) -> Reason:
+        """Why a fusible op found no partner: which neighbour stopped the chain (the culprit; else the op itself)."""
+        parts, stoppers = [], []
         for direction, neighbours in (("producer", self.data_producers(name)), ("consumer", self.data_consumers(name))):
             for neighbour in neighbours:
                 ends_reduce = neighbour in self.group_of and self.holds(self.group_of[neighbour], REDUCE)
                 if direction == "producer" and ends_reduce:
                     parts.append(f"its producer {self.describe(neighbour)} is a reduce, which ends its kernel")
+                    stoppers.append(neighbour)
                 elif self.kind.get(neighbour, OPAQUE) == OPAQUE:
                     beyond = self.data_producers(neighbour) if direction == "producer" \
                         else self.data_consumers(neighbour)
@@ -318,12 +325,14 @@ class _Grouper:
                     if fusible:
                         parts.append(f"its chain to {self.describe(fusible[0])} is broken by the opaque op "
                                      f"{self.describe(neighbour)}")
+                        stoppers.append(neighbour)
         if not parts:
             around = self.data_producers(name) + self.data_consumers(name)
             shown = ", ".join(self.describe(n) for n in around[:4]) or "none"
             parts.append(f"no fusible producer or consumer (neighbours: {shown})")
-        return f"{self.describe(name)} alone is not fused (a single-op group is lifted back): {'; '.join(parts)}"
+        return Reason(f"{self.describe(name)} alone is not fused (a single-op group is lifted back): "
+                      f"{'; '.join(parts)}", *(stoppers or [name]))
 
-    def _refuse(self, anchor: str, nodes: list[str], reason: str) -> None:
+    def _refuse(self, anchor: str, nodes: list[str], reason: Reason) -> None:
         self.refusals.append(Refusal(anchor, tuple(self.ordered(set(nodes))), reason))
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.graph import Graph
+from passes.base import Reason
 from passes.scope.scope_tree import Scope
 
 RETVAL = "_Retval"
@@ -50,7 +51,10 @@ class NodeOpTypeFeature:
     def check(self, scope: Scope, context: ScopeContext) -> str | None:
         found = scope.op_count(self.op_type)
         ok = found == self.num if self.step == 0 else found != -1 and found % self.step == self.num
-        return None if ok else f"{self.op_type}: found {_count_text(found)}, pattern needs {self.wanted()}"
+        if ok:
+            return None
+        counted = [n for n in scope.all_nodes() if context.graph.op(n) == self.op_type]  # none: the whole is at fault
+        return Reason(f"{self.op_type}: found {_count_text(found)}, pattern needs {self.wanted()}", *counted)
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,8 @@ class NodeAttrFeature:
                 return None
             seen.append(f"{name.rpartition('/')[2]} has {actual!r}")
         found = "; ".join(seen) if seen else f"no {self.op_type} node directly in the scope"
-        return f"{self.op_type}.{self.attr}: pattern needs {self.value!r}, {found}"
+        return Reason(f"{self.op_type}.{self.attr}: pattern needs {self.value!r}, {found}",
+                      *(n for n in scope.nodes if context.graph.op(n) == self.op_type))
 
 
 @dataclass(frozen=True)
@@ -132,5 +137,6 @@ class ScopePattern:
         reasons = [r for r in (f.check(scope, context) for f in self.features) if r]
         if scope.op_count(RETVAL) != -1:
             retvals = [n for n in scope.all_nodes() if context.graph.op(n) == RETVAL]
-            reasons.append(f"the scope holds a {RETVAL} node ({retvals[0]}); a scope with a {RETVAL} is never fused")
+            reasons.append(Reason(f"the scope holds a {RETVAL} node ({retvals[0]}); a scope with a {RETVAL} is never "
+                                  "fused", retvals[0]))
         return reasons

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from core.graph import Graph, TensorRef
-from passes.base import Match, NearMiss
+from passes.base import Culprit, Match, NearMiss
 from passes.registry import register
 from passes.scope.features import NodeOpTypeFeature, ScopeContext
 from passes.scope.scope_pass import ScopeRulePass, moments_pair_rule
@@ -67,7 +67,8 @@ class ScopeLayerNormPass(ScopeRulePass):
             differs = min(([r for f in _batchnorm_census(add) if (r := f.check(rest, context))]
                            for add in ("AddV2", "Add")), key=len)
             differ = f", and differ from the batchnorm pattern ({'; '.join(differs)})" if differs else ""
-            yield NearMiss(self.id, parent.name, tuple(parent.all_nodes()), (
+            misplaced = Culprit(tuple(n for n in parent.nodes if graph.op(n) == "Rsqrt"))
+            yield NearMiss(self.id, parent.name, tuple(parent.all_nodes()), culprit=misplaced, reason=(
                 "a LayerNorm laid out differently (Keras 3 LayerNormalization): its moments scope matches, but "
                 "the normalisation ops (Rsqrt, Mul, ...) sit directly in the layer's scope instead of a sibling "
                 f"batchnorm scope{differ}. The toolchain fuses only the TF1 / BERT layout; the user rule "

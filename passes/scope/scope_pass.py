@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from core.graph import Graph, GraphEditor, TensorRef
 from core.provenance import Rewrite
-from passes.base import FusionPass, Match, NearMiss
+from passes.base import Culprit, FusionPass, Match, NearMiss, Reason
 from passes.fused import fuse_subgraph
 from passes.scope.features import NodeOpTypeFeature, ScopeContext, ScopeFeature, ScopePattern
 from passes.scope.scope_tree import Scope, ScopeTree
@@ -68,7 +68,8 @@ class ScopeRule:
 
 
 class _Refused(Exception):
-    """A group of scopes that matched but cannot be wired; the message is the near-miss reason."""
+    """A group of scopes that matched but cannot be wired; the message is the near-miss reason (a
+    Reason when a node or edge is at fault)."""
 
 
 class ScopeRulePass(FusionPass):
@@ -93,7 +94,7 @@ class ScopeRulePass(FusionPass):
             try:
                 yield self._match_group(graph, group)
             except _Refused as refused:
-                yield NearMiss(self.id, _fused_name(group), _nodes_of(graph, group), str(refused))
+                yield NearMiss(self.id, _fused_name(group), _nodes_of(graph, group), refused.args[0])
 
     def _match_top_down(self, tree: ScopeTree, sub_type: str, variants: Sequence[ScopePattern],
                         context: ScopeContext, found: list[Scope]) -> Iterator[NearMiss]:
@@ -108,8 +109,10 @@ class ScopeRulePass(FusionPass):
             named = [reasons for p, reasons in failures if p.names_scope(scope)]
             if named:
                 closest = min(named, key=len)
+                at_fault = (n for r in closest if isinstance(r, Reason) for n in r.culprit.nodes)
                 yield NearMiss(self.id, scope.name, tuple(scope.all_nodes()),
-                               f"{sub_type} scope does not match the pattern: {'; '.join(closest)}")
+                               f"{sub_type} scope does not match the pattern: {'; '.join(closest)}",
+                               Culprit(tuple(dict.fromkeys(at_fault))))
             stack.extend(reversed(scope.children.values()))
 
     def _groups(self, matched: Mapping[str, list[Scope]]) -> Iterator[tuple[Scope, ...] | NearMiss]:
@@ -126,12 +129,14 @@ class ScopeRulePass(FusionPass):
             partners.remove(partner)
             yield scope, partner
 
-    def _unpaired(self, scope: Scope, first: str, second: str) -> str:
+    def _unpaired(self, scope: Scope, first: str, second: str) -> Reason:
+        """The sibling that did not match is at fault; with no sibling at all, the structure is."""
         suffixes = {p.suffix for p in self.rule.patterns if p.sub_type == second}
-        siblings = [s.name for s in (scope.parent.children.values() if scope.parent else ()) if s.last_name in suffixes]
+        siblings = [s for s in (scope.parent.children.values() if scope.parent else ()) if s.last_name in suffixes]
         if siblings:
-            return f"its sibling {siblings[0]} does not match the {second} pattern (see its near miss)"
-        return f"a {first} scope without a sibling {second} scope{self.rule.unpaired_hint}"
+            return Reason(f"its sibling {siblings[0].name} does not match the {second} pattern (see its near miss)",
+                          *siblings[0].all_nodes())
+        return Reason(f"a {first} scope without a sibling {second} scope{self.rule.unpaired_hint}")
 
     def _match_group(self, graph: Graph, group: tuple[Scope, ...]) -> Match:
         for scope in group:
@@ -161,14 +166,15 @@ class ScopeRulePass(FusionPass):
         if wire.input is None:
             outside = [r for r in refs if r.node not in inside]
             if len(outside) != 1:
-                raise _Refused(f"{node} has {len(outside)} inputs from outside the scope; the wiring needs exactly 1")
+                raise _Refused(Reason(f"{node} has {len(outside)} inputs from outside the scope; the wiring needs "
+                                      "exactly 1", node))
             return outside[0]
         if wire.input >= len(refs):
-            raise _Refused(f"{node} has {len(refs)} inputs; the wiring reads input {wire.input}")
+            raise _Refused(Reason(f"{node} has {len(refs)} inputs; the wiring reads input {wire.input}", node))
         ref = refs[wire.input]
         if ref.node in inside:
-            raise _Refused(f"input {wire.input} of {node} comes from {ref.node} inside the scope; "
-                           "a fused input must come from outside")
+            raise _Refused(Reason(f"input {wire.input} of {node} comes from {ref.node} inside the scope; "
+                                  "a fused input must come from outside", ref.node, edge=(ref.node, node)))
         return ref
 
     def fused_attrs(self, graph: Graph, group: tuple[Scope, ...], inputs: Sequence[TensorRef]) -> dict[str, Any]:
@@ -222,7 +228,7 @@ def _wire_output(graph: Graph, fused_name: str, nodes: Sequence[str], wire: Outp
     node = _resolve(wire.node, fused_name, nodes)
     known = graph.node(node).attr["_output_shapes"].list.shape if "_output_shapes" in graph.node(node).attr else None
     if known is not None and wire.port >= len(known):
-        raise _Refused(f"{node} has {len(known)} outputs; the wiring reads output {wire.port}")
+        raise _Refused(Reason(f"{node} has {len(known)} outputs; the wiring reads output {wire.port}", node))
     return TensorRef(node, wire.port)
 
 
@@ -231,11 +237,12 @@ def _check_all_inputs_wired(graph: Graph, nodes: Sequence[str], inside: set[str]
     wired = set(inputs)
     if len(wired) < len(inputs):
         twice = next(r for r in inputs if inputs.count(r) > 1)
-        raise _Refused(f"{twice} is wired to more than one fused input")
+        raise _Refused(Reason(f"{twice} is wired to more than one fused input", twice.node))
     for node in nodes:
         for ref in graph.inputs(node):
             if ref.node not in inside and ref not in wired:
-                raise _Refused(f"{node} reads {ref} from outside the scope, and no fused input is wired to it")
+                raise _Refused(Reason(f"{node} reads {ref} from outside the scope, and no fused input is wired to it",
+                                      ref.node, edge=(ref.node, node)))
 
 
 def moments_pair_rule(name: str, op_type: str, norm_scope: str, norm_census: Iterable[Sequence[NodeOpTypeFeature]],
