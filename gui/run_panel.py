@@ -51,10 +51,12 @@ from gui.dialogs import save_dialog, show_error
 from gui.graph_view import GraphView
 from gui.heat import HeatLegend, HeatOverlay
 from gui.kernel_table import KernelTable
+from gui.predicted_view import PredictedView
 from gui.selection import Selection, SelectionModel
 from gui.workers import Task, Worker, WorkerPool
 from session import FusionJob, Session
 from session.layerwise import LayerwiseReport, build_report, plan_layers
+from session.npu_check import CheckRow, check_npu_result
 
 if TYPE_CHECKING:
     from gui.main_window import MainWindow
@@ -133,6 +135,7 @@ class RunPanel(QWidget):
         self.set_running(False)
         self._on_model()
         self.show_result(None)
+        self.show_check(None)
         BACKEND_PROBE.request(self.backends_known.emit)
 
     # ---- construction ---------------------------------------------------------------------------
@@ -200,10 +203,12 @@ class RunPanel(QWidget):
         self.charts = KernelCharts(self)
         self.timeline = Timeline(self)
         self.table = KernelTable(self)
+        self.check_view = PredictedView(self)
         self.tabs = QTabWidget(self)
         self.tabs.addTab(self.charts, "Kernels before / after")
         self.tabs.addTab(self.timeline, "Timeline (one step)")
         self.tabs.addTab(self.table, "Kernel table")
+        self.tabs.addTab(self.check_view, "Predicted vs actual")
         corner = QWidget(self)
         corner_row = QHBoxLayout(corner)
         corner_row.setContentsMargins(0, 0, 4, 0)
@@ -230,6 +235,7 @@ class RunPanel(QWidget):
                                if what in ("layerwise", "pipeline") else None)
         for view in (self.charts, self.timeline, self.table):
             view.kernel_clicked.connect(self.select_kernel)
+        self.check_view.row_clicked.connect(self.select_check_row)
         self.selection.changed.connect(self._on_selection)
         self.session.subscribe(lambda what: self._on_model() if what == "model" else None)
 
@@ -348,6 +354,7 @@ class RunPanel(QWidget):
         self.progress_label.setText(f"done in {result.seconds:.1f} s")
         self.status.showMessage(f"Run finished in {result.seconds:.1f} s", 10000)
         self.show_result(result)
+        self.show_check(None)
         if report is not None:
             self.session.set_layerwise(report)
             self.heat_mode.setCurrentIndex(self.heat_mode.findData("error"))
@@ -382,6 +389,22 @@ class RunPanel(QWidget):
             action.setEnabled(result is not None)
         self.result_shown.emit(result)
 
+    def show_check(self, report: dict[str, Any] | None, note: str = "") -> None:
+        """The predicted-vs-actual tab of an NPU run (session/npu_check.py's report), or no such tab."""
+        self.check_view.set_report(report, note)
+        self.tabs.setTabVisible(self.tabs.indexOf(self.check_view), report is not None)
+
+    def select_check_row(self, row: CheckRow) -> None:
+        """A predicted-vs-actual row was clicked: its original nodes (else FuseLens's node) become the selection."""
+        original, fused = self.session.graph("before"), self.session.graph("after")
+        before = [n for n in row.originals if original is not None and n in original]
+        if before:
+            self.selection.select_original(before, origin="predicted")
+        elif fused is not None and row.node in fused:
+            self.selection.select_fused([row.node], origin="predicted")
+        else:
+            self.status.showMessage(f"{row.toolchain or row.pass_id}: no node of the open graphs to select", 5000)
+
     def select_kernel(self, side: str, kernel: Any) -> None:
         """A bar, block or row was clicked: its graph node becomes the shared selection."""
         if kernel.node is None:
@@ -401,21 +424,30 @@ class RunPanel(QWidget):
         model = self.session.model
         if model is not None:
             self.show_result(None)
+            self.show_check(None)
         offered = open_inputs(model.graph) if model is not None else {}
         self.shapes.setText("; ".join(f"{name}={dims}" for name, dims in offered.items()))
         self.shapes.setEnabled(bool(offered))
         self.shapes.setPlaceholderText("all input shapes are known" if model is not None else "")
 
     # ---- import and export ------------------------------------------------------------------------
-    def import_profile(self, path: str) -> None:
-        """An op_summary / op_statistic CSV, a PROF_* folder or a run file, mapped to the open graphs."""
+    def import_profile(self, path: str, note: str = "") -> None:
+        """An op_summary / op_statistic CSV, a PROF_* folder or a run file, mapped to the open graphs; an NPU
+        profile is also set against the open prediction (with whatever else came back in its folder)."""
         original, fused = self.session.graph("before"), self.session.graph("after")
-        self.workers.start("import", f"importing {path}",
-                                  lambda progress, cancelled: import_run_file(path, original, fused),
-                                  on_finished=self._on_imported, on_error=self._import_failed)
+        pipeline, model = self.session.pipeline, self.session.model
 
-    def _on_imported(self, result: RunResult) -> None:
+        def work(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> tuple[RunResult, Any]:
+            result = import_run_file(path, original, fused)
+            return result, check_npu_result(pipeline, path, result, model=model.name if model else "")
+
+        self.workers.start("import", f"importing {path}", work,
+                           on_finished=lambda outcome: self._on_imported(*outcome, note=note),
+                           on_error=self._import_failed)
+
+    def _on_imported(self, result: RunResult, report: dict[str, Any] | None, note: str = "") -> None:
         self.show_result(result)
+        self.show_check(report, note)
         mapped = sum(k.node is not None for run in result.graphs.values() for k in run.kernels)
         total = sum(len(run.kernels) for run in result.graphs.values())
         self.status.showMessage(f"Imported {result.model}: {total} kernels, {mapped} mapped to "

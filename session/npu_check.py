@@ -360,6 +360,15 @@ def check_imported(pipeline: PipelineResult, path: str | os.PathLike[str], resul
     return check_prediction(pipeline, evidence, model=model, ledger_graph=ledger_graph, stage=stage)
 
 
+def check_npu_result(pipeline: PipelineResult | None, path: str | os.PathLike[str], result: RunResult, *,
+                     model: str = "") -> dict[str, Any] | None:
+    """The report of a run imported into the window, or None when there is no prediction to check or the run
+    did not come from an NPU (a FuseLens CPU run file)."""
+    if pipeline is None or not result.backend.startswith("npu"):
+        return None
+    return check_imported(pipeline, path, result, model=model)
+
+
 # ---- the window's table ----------------------------------------------------------------------
 AGREED, MISSING, EXTRA, DIFFERENT, NO_EVIDENCE = (
     "agreed", "missing on device", "extra on device", "different", "no evidence")

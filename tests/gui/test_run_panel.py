@@ -155,3 +155,35 @@ def test_npu_bundle_export_is_written_by_the_tensorflow_helper(panel, tmp_path, 
     assert spec["sides"]["fused"]["autofuse_flags"] == "--enable_autofuse=true"
     assert spec["import_command"] == "fuselens import-profile {results} --model abs_relu_exp"
     assert (report.folder / "run_on_npu.py").exists() and report.folder.name == "npu_bundle"
+
+
+def test_an_imported_npu_run_shows_predicted_vs_actual_and_a_row_selects_its_nodes(qtbot, window, tmp_path, dialogs):
+    """A bundle's results folder: the tab appears with a row per prediction, AMCT's fold agreed as done before
+    GE, a filter by status, and a click selecting the row's nodes in both panes; another model hides the tab."""
+    from session.npu_check import AGREED, EXTRA
+    from tests.npu_artifacts import GE_ONLY_PASS
+    from tests.sessions.test_npu_check import write_bundle_results
+
+    open_and_wait(qtbot, window, "conv_bn")
+    panel = window.run_panel
+    tab = panel.tabs.indexOf(panel.check_view)
+    assert not panel.tabs.isTabVisible(tab)
+    results = write_bundle_results(tmp_path / "results", window.session.pipeline, {GE_ONLY_PASS: (2, 2)})
+    panel.import_profile(str(results))
+    qtbot.waitUntil(lambda: panel.result is not None)
+    assert panel.tabs.isTabVisible(tab) and not dialogs
+    view = panel.check_view
+    rows = view.shown_rows()
+    folds = [r for r in rows if r.pass_id == "ConvBatchnormFusionPass"]
+    assert [r.status for r in folds] == [AGREED, AGREED] and "done by AMCT before GE" in folds[1].detail
+    assert "predicted fusions of conv_bn" in view.summary.text()
+
+    view.set_status_filter(EXTRA)
+    assert [(r.status, r.pass_id) for r in view.shown_rows()] == [(EXTRA, GE_ONLY_PASS)]
+    assert view.status_filter.currentText() == "extra on device (1)"
+    view.set_status_filter(None)
+    view.click_row(view.shown_rows().index(folds[0]))
+    assert window.selection.current.before == {"conv1", "bn1"} and "conv1" in window.selection.current.after
+
+    open_and_wait(qtbot, window, SAMPLE)
+    assert not panel.tabs.isTabVisible(tab) and view.shown_rows() == []
