@@ -19,8 +19,10 @@ from core.errors import FuseLensError
 from core.tfimport import import_tensorflow
 
 # Commands that never need TensorFlow for a GraphDef; every other command imports it up front, quietly.
-LIGHT_COMMANDS = {"inspect", "samples", "export-sample", "passes", "import-profile", "stages", "diff", "ledger",
-                  "hosts", "runs"}
+# `fuse` needs it only for a graph without `_output_shapes` or an op missing from resources/op_outputs.json,
+# and then imports it itself (quietly, through core.tfimport).
+LIGHT_COMMANDS = {"inspect", "samples", "export-sample", "passes", "fuse", "import-profile", "stages", "diff",
+                  "ledger", "hosts", "runs"}
 # Modules with `register(subparsers)`; each parser sets `func(args) -> int`.
 COMMANDS = [
     "cli.inspect_cmd",

@@ -11,14 +11,14 @@ import bisect
 import hashlib
 import heapq
 from collections import defaultdict
-from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from core import proto
+from core import opdefs, proto
 from core.errors import FuseLensError
 from core.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR, XLA_MUST_COMPILE_ATTR, FusedInfo
 from core.wording import shown
@@ -127,13 +127,12 @@ class Graph:
                 else:
                     self._consumers[ref.node].append(Consumer(name, index, ref.port))
         self._shapes: dict[tuple[str, int], tuple[int | None, ...] | None] | None = None
-        self._info: dict[tuple[str, int], tuple[int, tuple[int | None, ...] | None]] | None = None
         if validate:
             self.validate(duplicates)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as its bytes plus any shapes already known (the window's TensorFlow helper sends graphs)."""
-        return _unpickle_graph, (self.graph_def.SerializeToString(), self.source, self._shapes, self._info)
+        return _unpickle_graph, (self.graph_def.SerializeToString(), self.source, self._shapes)
 
     def adopt_shapes(self, shapes: dict[tuple[str, int], tuple[int | None, ...] | None]) -> None:
         """Take output shapes computed elsewhere (another process's `ensure_shapes()` of this graph)."""
@@ -300,8 +299,18 @@ class Graph:
         if self._shapes is None:
             self._shapes = self._shapes_from_attrs()
             if self._shapes is None:
-                self._shapes = {k: shape for k, (_, shape) in self._tensor_info().items()}
+                from core.tfshapes import infer_tensors
+
+                self._shapes = {k: shape for k, (_, shape) in infer_tensors(self).items()}
         return self._shapes
+
+    def recorded_shapes(self, name: str) -> list[tuple[int | None, ...] | None] | None:
+        """A node's output shapes as its `_output_shapes` records them; None when it records none
+        (never asks TensorFlow, so a pass can carry shapes over to the nodes it creates for free)."""
+        node = self.node(name)
+        if "_output_shapes" not in node.attr:
+            return None
+        return [proto.shape_tuple(shape) for shape in node.attr["_output_shapes"].list.shape]
 
     @property
     def shapes_ready(self) -> bool:
@@ -314,15 +323,13 @@ class Graph:
         return all("_output_shapes" in node.attr or node.op == "NoOp" for node in self)
 
     def output_dtype(self, name: str, port: int = 0) -> int:
-        """DataType enum of an output (TensorFlow's inference, once per graph)."""
-        return self._tensor_info()[(name, port)][0]
+        """DataType enum of an output, from the op's definition (no TensorFlow: core/opdefs.py)."""
+        return self.node_outputs(name)[port].dtype
 
-    def _tensor_info(self) -> dict[tuple[str, int], tuple[int, tuple[int | None, ...] | None]]:
-        if self._info is None:
-            from core.tfshapes import infer_tensors
-
-            self._info = infer_tensors(self)
-        return self._info
+    def node_outputs(self, name: str) -> list[opdefs.Output]:
+        """A node's output tensors in port order: output argument, index in it, dtype."""
+        node = self.node(name)
+        return opdefs.op_info(node.op, self.functions).node_outputs(node)
 
     def _shapes_from_attrs(self) -> dict[tuple[str, int], tuple[int | None, ...] | None] | None:
         if not self.records_shapes:
@@ -336,8 +343,9 @@ class Graph:
         return shapes
 
     # ---- structure ----------------------------------------------------------------------
-    @property
-    def functions(self) -> dict[str, proto.FunctionDef]:
+    @cached_property
+    def functions(self) -> Mapping[str, proto.FunctionDef]:
+        """The library's functions by name (do not modify)."""
         return {f.signature.name: f for f in self.graph_def.library.function}
 
     @cached_property
@@ -450,9 +458,9 @@ class Graph:
             raise FuseLensError(f"{self.source}: " + "; ".join(problems))
 
 
-def _unpickle_graph(data: bytes, source: str, shapes: Any, info: Any) -> Graph:
+def _unpickle_graph(data: bytes, source: str, shapes: Any) -> Graph:
     graph = Graph.from_bytes(data, source=source, validate=False)
-    graph._shapes, graph._info = shapes, info
+    graph._shapes = shapes
     return graph
 
 
@@ -522,10 +530,20 @@ class GraphEditor:
             self._copied.add(name)
         return self._nodes[name]
 
-    def add(self, node: proto.NodeDef, *, after: str | None = None) -> str:
-        """Add a new node (placed after `after` in the output order when given)."""
+    def add(self, node: proto.NodeDef, *, after: str | None = None,
+            shapes: Sequence[tuple[int | None, ...] | None] | None = None) -> str:
+        """Add a new node (placed after `after` in the output order when given).
+
+        `shapes`, its outputs' static shapes, are recorded as `_output_shapes`; a Const's are read
+        from its value when the source graph records shapes. So a graph that records every shape
+        stays one that does, and later passes and the window need no TensorFlow to know them.
+        """
         if node.name in self._nodes:
             raise ValueError(f"node {node.name!r} already exists")
+        if shapes is None and node.op == "Const" and self.source.records_shapes:
+            shapes = [proto.shape_tuple(node.attr["value"].tensor.tensor_shape)]
+        if shapes is not None and "_output_shapes" not in node.attr:
+            node.attr["_output_shapes"].list.shape.extend(proto.shape_proto(shape) for shape in shapes)
         self._nodes[node.name] = node
         self._copied.add(node.name)
         self._unindexed.add(node.name)

@@ -11,11 +11,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core import proto
+from core import opdefs, proto
 from core.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR, XLA_MUST_COMPILE_ATTR
 from core.graph import Graph, GraphEditor, TensorRef
 from core.nodes import make_node
-from core.tfimport import import_tensorflow
 
 
 def function_name(node_name: str) -> str:
@@ -25,49 +24,50 @@ def function_name(node_name: str) -> str:
 
 def build_function(graph: Graph, nodes: Sequence[str], inputs: Sequence[TensorRef],
                    outputs: Sequence[TensorRef], name: str) -> proto.FunctionDef:
-    """A FunctionDef whose body is `nodes`; argument i is `inputs[i]`, result k is `outputs[k]`."""
-    tf = import_tensorflow()
-    from tensorflow.python.framework import graph_to_function_def
+    """A FunctionDef whose body is `nodes`; argument i is `inputs[i]`, result k is `outputs[k]`.
 
-    body = proto.GraphDef()
-    placeholder_of = {}
+    Built with protobuf alone, as TensorFlow's `graph_to_function_def` writes it after importing the
+    subgraph (tests/passes/test_fused_function.py holds the two equal): arguments `input_i` and results
+    `output_k` typed from the op definitions, body inputs as `node:output_arg:index`, control inputs
+    from inside kept, devices cleared, default attributes filled in, stateful if any body op is.
+    """
+    function = proto.FunctionDef()
+    signature = function.signature
+    signature.name = name
+    tensor_name: dict[str, str] = {}  # input text inside the subgraph -> its name in the function
     for i, ref in enumerate(inputs):
-        arg = f"input_{i}"
-        placeholder_of[str(ref)] = arg
-        dtype = proto.AttrValue(type=graph.output_dtype(ref.node, ref.port))
-        node = make_node("Placeholder", arg, attrs={"dtype": dtype})
-        shape = graph.output_shape(ref.node, ref.port)
-        node.attr["shape"].shape.CopyFrom(proto.shape_proto(shape))
-        body.node.append(node)
+        signature.input_arg.add(name=f"input_{i}", type=graph.output_dtype(ref.node, ref.port))
+        tensor_name[str(ref)] = f"input_{i}"
     inside = set(nodes)
-    for name_ in nodes:
-        copy = proto.NodeDef()
-        copy.CopyFrom(graph.node(name_))
-        del copy.input[:]
-        for text in graph.node(name_).input:
+    infos = {node_name: opdefs.op_info(graph.op(node_name), graph.functions) for node_name in nodes}
+    for node_name, info in infos.items():
+        for port, out in enumerate(info.node_outputs(graph.node(node_name))):
+            tensor_name[str(TensorRef(node_name, port))] = f"{node_name}:{out.arg}:{out.index}"
+        signature.is_stateful |= info.stateful
+    for node_name, info in infos.items():
+        node = graph.node(node_name)
+        body = function.node_def.add()
+        body.CopyFrom(node)
+        body.ClearField("device")
+        if "_output_shapes" in body.attr:  # TensorFlow's importer drops it too
+            del body.attr["_output_shapes"]
+        del body.input[:]
+        for text in node.input:
             ref = TensorRef.parse(text)
             if ref.control:
                 if ref.node in inside:
-                    copy.input.append(text)
+                    body.input.append(str(ref))
                 continue
-            copy.input.append(placeholder_of.get(str(ref), str(ref)) if ref.node not in inside else str(ref))
-        copy.ClearField("device")
-        body.node.append(copy)
-    body.versions.CopyFrom(graph.graph_def.versions)
-    body.library.CopyFrom(graph.graph_def.library)
-
-    tf_graph = tf.Graph()
-    with tf_graph.as_default():
-        tf.graph_util.import_graph_def(proto.to_tf(body), name="")
-    ops = [tf_graph.get_operation_by_name(n) for n in nodes]
-    fdef = graph_to_function_def.graph_to_function_def(
-        tf_graph, ops,
-        [tf_graph.get_tensor_by_name(f"input_{i}:0") for i in range(len(inputs))],
-        [tf_graph.get_tensor_by_name(f"{o.node}:{o.port}") for o in outputs],
-        out_names=[f"output_{k}" for k in range(len(outputs))],
-    )
-    fdef.signature.name = name
-    return proto.FunctionDef.FromString(fdef.SerializeToString())
+            if str(ref) not in tensor_name:
+                raise ValueError(f"{node_name} reads {ref}, which is neither a function input nor in the body")
+            body.input.append(tensor_name[str(ref)])
+        for key, value in (info.defaults or {}).items():
+            if key not in body.attr:
+                body.attr[key].CopyFrom(value)
+    for k, ref in enumerate(outputs):
+        signature.output_arg.add(name=f"output_{k}", type=graph.output_dtype(ref.node, ref.port))
+        function.ret[f"output_{k}"] = tensor_name[str(ref)]
+    return function
 
 
 def fuse_subgraph(

@@ -261,7 +261,7 @@ def fold_into_chain(graph: Graph, editor: GraphEditor, chain: Chain, affine: Aff
     bias_add = make_node("BiasAdd", editor.unique_name(f"{chain.op}/BiasAdd"), [chain.op, new_bias],
                          {"T": editor.node(chain.op).attr["T"],
                           "data_format": graph.attr(chain.op, "data_format", "NHWC")})
-    editor.add(bias_add, after=chain.op)
+    editor.add(bias_add, after=chain.op, shapes=graph.recorded_shapes(chain.op))
     done.created.append(bias_add.name)
     done.output = bias_add.name
     return done
@@ -281,7 +281,9 @@ def replace_node(graph: Graph, editor: GraphEditor, old: str, new: str) -> tuple
     editor.remove(old)
     if graph.consumers(old):
         return (old,), ()
-    editor.add(make_node("Identity", old, [new], {"T": graph.node(old).attr["T"]}), after=new)
+    shapes = graph.recorded_shapes(old)
+    editor.add(make_node("Identity", old, [new], {"T": graph.node(old).attr["T"]}), after=new,
+               shapes=shapes[:1] if shapes else None)
     return (), (old,)
 
 

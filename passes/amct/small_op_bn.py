@@ -161,7 +161,9 @@ class SmallOpBatchnormFusionPass(AmctPass):
             "T": graph.node(b["mul_x"]).attr["T"], "U": proto.AttrValue(type=proto.DT_FLOAT),
             "epsilon": float(constant_value(graph, b["epsilon"]).reshape(())), "data_format": "NHWC",
             "is_training": False, "exponential_avg_factor": 1.0})
-        editor.add(fused, after=found.anchor)
+        x_shapes = graph.recorded_shapes(x.node)
+        editor.add(fused, after=found.anchor,
+                   shapes=[x_shapes[x.port], *[(channels,)] * 4, None] if x_shapes else None)
         editor.remove(*found.nodes)
         _, kept = replace_node(graph, editor, found.anchor, fused.name)
         return Rewrite(self.id, found.index, removed=tuple(n for n in found.nodes if n not in kept),
