@@ -10,6 +10,7 @@ they never overlap; TensorFlow itself is never imported here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import partial
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
@@ -28,6 +29,7 @@ from gui.chrome import build_chrome
 from gui.debug_tools import install_debug_tools
 from gui.dialogs import MODEL_FILTER, RecentFiles, SamplesDialog, save_dialog, show_error
 from gui.match_list import MatchList
+from gui.overlay import WhyNotOverlay
 from gui.pane import Pane, diff_status
 from gui.pass_panel import PassPanel
 from gui.properties import FusedBodyDialog, PropertiesPanel
@@ -68,6 +70,7 @@ class MainWindow(QMainWindow):
         self.panes = {side: Pane(side, title, self.workers, self.layout_cache, self)
                       for side, title in (("before", "Before (original)"), ("after", "After (fused)"))}
         self.before, self.after = self.panes["before"].view, self.panes["after"].view
+        self.why_not = WhyNotOverlay(self.before)  # a selected near miss drawn over the original graph
         build_chrome(self)
         self.search_hits = SearchHits(self.search, self.search_status, {s: p.view for s, p in self.panes.items()},
                                       self.select_key)
@@ -306,6 +309,16 @@ class MainWindow(QMainWindow):
         pipeline = self.session.pipeline
         self.properties.show_selection(selection, self.session.graph("before"), self.session.graph("after"),
                                        pipeline.provenance if pipeline else None)
+        if isinstance(selection.item, NearMiss):
+            self.why_not.show(selection.item, self._in_original)
+        else:
+            self.why_not.clear()
+
+    def _in_original(self, names: Iterable[str]) -> set[str]:
+        """Names a pass saw, in the original graph: a node an earlier pass created stands for its origins."""
+        names, original = list(names), self.session.graph("before")
+        found = {n for n in names if original is not None and n in original}
+        return found | self.selection.to_original(n for n in names if n not in found)
 
     def step_match(self, delta: int, kind: type[Match] | type[NearMiss] = Match) -> None:
         if self.match_list.step(delta, kind) is None:

@@ -107,9 +107,13 @@ def _attr_text(graph: Graph, name: str, key: str) -> str:
 
 def item_html(item: Match | NearMiss) -> str:
     if isinstance(item, NearMiss):
+        rows = [("nodes", "<br>".join(f"<tt>{esc(n)}</tt>" for n in item.nodes[:MAX_LISTED]))]
+        fault = [f"<tt>{esc(n)}</tt>" for n in item.culprit.nodes[:MAX_LISTED]]
+        if item.culprit.edge:
+            fault.append(f"the edge <tt>{esc(item.culprit.edge[0])}</tt> → <tt>{esc(item.culprit.edge[1])}</tt>")
+        rows.insert(0, ("at fault (red on the graph)", "<br>".join(fault) or "the structure as a whole"))
         return (f"<h3 style='margin:2px 0;color:#c5221f'>✘ near miss: {esc(item.pass_id)}</h3>"
-                f"<p><b>{esc(item.anchor)}</b>: {esc(item.reason)}</p>"
-                + _table([("nodes", "<br>".join(f"<tt>{esc(n)}</tt>" for n in item.nodes[:MAX_LISTED]))]))
+                f"<p><b>{esc(item.anchor)}</b>: {esc(item.reason)}</p>" + _table(rows))
     rows = [("summary", esc(item.summary)), ("anchor", f"<tt>{esc(item.anchor)}</tt>"),
             ("nodes", "<br>".join(f"<tt>{esc(n)}</tt>" for n in item.nodes[:MAX_LISTED]))]
     if item.bindings:

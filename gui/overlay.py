@@ -1,0 +1,214 @@
+""""Why not" drawn on the graph: a near miss's pattern over the before pane.
+
+The nodes the pattern bound are outlined (dashed violet), the culprit the pass recorded is marked in
+red (its nodes outlined, its edge drawn thick), and the reason stands next to it on a wrapped card
+(readable at the zoom it was drawn at) with a leader line to the culprit. When nothing in
+particular is at fault (something is missing: a count of none, an absent sibling scope), the whole
+bound group is outlined red. The overlay only reads the near miss (passes record the culprit) and
+the view's items; it holds no pass logic.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Iterable
+
+import shiboken6
+from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
+from PySide6.QtGui import QBrush, QColor, QFont, QPainterPath, QPen
+from PySide6.QtWidgets import (
+    QGraphicsItem,
+    QGraphicsLineItem,
+    QGraphicsPathItem,
+    QGraphicsRectItem,
+    QGraphicsTextItem,
+)
+
+from gui.graph_view import EdgeItem, GraphView, edge_path
+from passes.base import NearMiss
+
+BOUND = QColor("#7b3fbf")  # the pattern it tried: apart from selection blue, search orange and diff colours
+CULPRIT = QColor("#d50000")
+LABEL_WIDTH = 340.0  # pixels: the reason wraps to this width at any zoom
+Z = 20  # above nodes (1) and the selection
+
+
+class WhyNotOverlay:
+    """Draws one near miss over a GraphView; redrawn when the view builds a new scene (a scope opened)."""
+
+    def __init__(self, view: GraphView):
+        self.view = view
+        self.miss: NearMiss | None = None
+        self.to_drawn: Callable[[Iterable[str]], Iterable[str]] = lambda names: names
+        self.bound_keys: list[str] = []  # what is drawn now, for tests and the caller
+        self.culprit_keys: list[str] = []
+        self.culprit_edge: tuple[str, str] | None = None  # layout keys of the thick red edge
+        self.label: QGraphicsTextItem | None = None
+        self.label_points = 10.5  # presentation mode sets it larger
+        self._items: list[QGraphicsItem] = []
+        self._reveal_pending = False  # shown while the pane was being rebuilt: scroll to it once drawn
+        view.built.connect(self._redraw)
+
+    def show(self, miss: NearMiss, to_drawn: Callable[[Iterable[str]], Iterable[str]] | None = None) -> None:
+        """Draw `miss`; `to_drawn` maps the names its pass saw to names the view's graph has (an earlier
+        pass may have created them: the view shows the original graph)."""
+        self.miss = miss
+        self.to_drawn = to_drawn or (lambda names: names)
+        self._reveal_pending = True
+        self._redraw()
+
+    def clear(self) -> None:
+        self.miss = None
+        self._remove()
+
+    def items(self) -> list[QGraphicsItem]:
+        return [item for item in self._items if shiboken6.isValid(item)]
+
+    # ---- drawing --------------------------------------------------------------------------------
+    def _keys(self, names: Iterable[str]) -> list[str]:
+        return self.view.keys_for(self.to_drawn(names))
+
+    def _remove(self) -> None:
+        scene = self.view.scene()
+        for item in self.items():  # a rebuilt scene already deleted the old ones
+            scene.removeItem(item)
+        self._items, self.label = [], None
+        self.bound_keys, self.culprit_keys, self.culprit_edge = [], [], None
+
+    def _redraw(self) -> None:
+        self._remove()
+        miss = self.miss
+        if miss is None or self.view.building or not self.view.items_by_key:
+            return
+        culprit = miss.culprit
+        self.culprit_keys = self._keys(culprit.nodes)
+        self.bound_keys = [k for k in self._keys(miss.nodes) if k not in self.culprit_keys]
+        for key in self.bound_keys:
+            self._outline(self._box(key), BOUND, Qt.PenStyle.DashLine, 3.0)
+        for key in self.culprit_keys:
+            self._outline(self._box(key), CULPRIT, Qt.PenStyle.SolidLine, 4.5)
+        if culprit.edge is not None:
+            self._draw_edge(culprit.edge)
+        group = self._rect(self.bound_keys + self.culprit_keys)
+        if group.isNull():
+            return  # nothing of it is drawn in this pane
+        at_fault = self._rect(self.culprit_keys)
+        if at_fault.isNull() and self.culprit_edge is None:
+            self._outline(group.adjusted(-8, -8, 8, 8), CULPRIT, Qt.PenStyle.DashLine, 3.0)  # the whole is at fault
+        self._add_label(miss, group, at_fault if not at_fault.isNull() else group)
+        if self._reveal_pending:
+            self._reveal_pending = False
+            self.reveal()
+
+    def _box(self, key: str) -> QRectF:
+        return self.view.items_by_key[key].sceneBoundingRect().adjusted(-2, -2, 2, 2)
+
+    def _rect(self, keys: Iterable[str]) -> QRectF:
+        rect = QRectF()
+        for key in keys:
+            rect = rect.united(self._box(key))
+        return rect
+
+    def _add(self, item: QGraphicsItem) -> None:
+        item.setZValue(Z)
+        item.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
+        self.view.scene().addItem(item)
+        self._items.append(item)
+
+    def _outline(self, rect: QRectF, colour: QColor, style: Qt.PenStyle, width: float) -> None:
+        pen = QPen(colour, width, style)
+        pen.setCosmetic(True)  # stays visible when zoomed far out
+        item = QGraphicsRectItem(rect)
+        item.setPen(pen)
+        item.setBrush(Qt.BrushStyle.NoBrush)
+        self._add(item)
+
+    def _draw_edge(self, edge: tuple[str, str]) -> None:
+        """The edge as the view draws it, thick red; a straight line when the view does not draw it (an
+        edge into a scope box, say). A constant drawn inside its reader's box has no edge: its box is marked."""
+        source, target = (next(iter(self._keys([name])), None) for name in edge)
+        if source is None or target is None:
+            return
+        if source == target:
+            if source not in self.culprit_keys:
+                self.culprit_keys.append(source)
+                self._outline(self._box(source), CULPRIT, Qt.PenStyle.SolidLine, 4.5)
+            return
+        drawn = next((item for item in self.view.scene().items() if isinstance(item, EdgeItem)
+                      and (item.edge.source, item.edge.target) == (source, target)), None)
+        if drawn is not None:
+            path = edge_path(drawn.edge)
+        else:
+            path = QPainterPath(self._box(source).center())
+            path.lineTo(self._box(target).center())
+        pen = QPen(CULPRIT, 5.0)
+        pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+        item = QGraphicsPathItem(path)
+        item.setPen(pen)
+        self._add(item)
+        self.culprit_edge = (source, target)
+
+    def _add_label(self, miss: NearMiss, group: QRectF, at_fault: QRectF) -> None:
+        """The reason, wrapped, on a white card beside the group at the culprit's height, on a side where it
+        covers no box in the visible part of the pane, with a leader line to the culprit. It is sized for
+        the zoom it is drawn at (label_points on screen) and then zooms with the graph."""
+        zoom = self.view.zoom_level() or 1.0
+        label = QGraphicsTextItem()
+        font = QFont()
+        font.setPointSizeF(self.label_points / zoom)
+        label.setFont(font)
+        label.setDefaultTextColor(QColor("#202124"))
+        label.setHtml(f"<b style='color:{CULPRIT.name()}'>✘ why not ({html.escape(miss.pass_id)})</b><br>"
+                      f"{html.escape(miss.reason)}")
+        label.setTextWidth(LABEL_WIDTH * self.label_points / 10.5 / zoom)
+        margin = 4 / zoom
+        card = QGraphicsRectItem(label.boundingRect().adjusted(-margin, -margin, margin, margin), label)
+        pen = QPen(CULPRIT, 1.5)
+        pen.setCosmetic(True)
+        card.setPen(pen)
+        card.setBrush(QBrush(QColor(255, 255, 255, 240)))
+        card.setFlag(QGraphicsItem.GraphicsItemFlag.ItemStacksBehindParent)
+        size = label.boundingRect().size()
+        gap = 14 / zoom
+        visible = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
+        inner = visible.adjusted(gap, gap, -gap - size.width(), -gap - size.height())
+        places = [QPointF(group.right() + gap, at_fault.top()),  # right, left, below, above the group,
+                  QPointF(group.left() - gap - size.width(), at_fault.top()),
+                  QPointF(group.left(), group.bottom() + gap),
+                  QPointF(group.left(), group.top() - gap - size.height()),
+                  inner.bottomLeft(), inner.bottomRight(), inner.topLeft(), inner.topRight()]  # then the corners
+        boxes = [item.sceneBoundingRect() for item in self.view.items_by_key.values()]
+        fits = [p for p in places if visible.contains(QRectF(p, size))]
+        at = next((p for p in fits if not any(box.intersects(QRectF(p, size)) for box in boxes)),
+                  fits[0] if fits else places[0])  # over no box if it can, else in view, else on the right
+        label.setPos(at)
+        corner = _nearest_corner(QRectF(at, size), at_fault.center())
+        leader = QGraphicsLineItem(QLineF(corner, _clamped(corner, at_fault)))
+        pen = QPen(CULPRIT, 1.5, Qt.PenStyle.DashLine)
+        pen.setCosmetic(True)
+        leader.setPen(pen)
+        self._add(leader)  # ties the card to what it explains, wherever it had room
+        self._add(label)
+        self.label = label
+        scene = self.view.scene()  # the scene grows to hold the card, so the view can scroll to it
+        scene.setSceneRect(scene.sceneRect().united(QRectF(at, size).adjusted(-gap, -gap, gap, gap)))
+
+    def label_scene_rect(self) -> QRectF:
+        return self.label.sceneBoundingRect() if self.label is not None and shiboken6.isValid(self.label) \
+            else QRectF()
+
+    def reveal(self) -> None:
+        """Scroll so the culprit and its label are in view (the label wraps, it is never cut)."""
+        rect = self._rect(self.bound_keys + self.culprit_keys).united(self.label_scene_rect())
+        if not rect.isNull():
+            self.view.ensureVisible(rect, 20, 20)
+
+
+def _nearest_corner(rect: QRectF, point: QPointF) -> QPointF:
+    corners = (rect.topLeft(), rect.topRight(), rect.bottomLeft(), rect.bottomRight())
+    return min(corners, key=lambda c: (c - point).manhattanLength())
+
+
+def _clamped(point: QPointF, rect: QRectF) -> QPointF:
+    """The point of `rect` nearest to `point` (on its border when outside)."""
+    return QPointF(min(max(point.x(), rect.left()), rect.right()), min(max(point.y(), rect.top()), rect.bottom()))
