@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
@@ -26,7 +27,8 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene, QGraphicsView, QMenu, QStyleOptionGraphicsItem, QWidget
 
-from core.layout import SCOPE_PREFIX, Layout, LayoutEdge, LayoutNode
+from core.layout import Layout, LayoutEdge, LayoutNode
+from core.layout.expand import FRAME_HEADER
 from core.opclass import BORDER, PALETTE
 
 # Diff colours (fill, border): removed red, new fused green, modified weights amber.
@@ -42,6 +44,7 @@ EDGE_LABEL_LOD = 0.8
 BUILD_SLICE_S = 0.015  # GUI-thread time per slice of scene items
 READABLE_ZOOM = 0.85  # the first view of a big graph: labels and shapes legible
 MIN_FOCUS_ZOOM = 0.7  # centring on a selection never zooms out further than this
+FRAME_Z = -100  # open boxes lie under the edges (z 0) and boxes (z 1); deeper ones above outer ones
 
 
 class _Fonts:
@@ -64,14 +67,18 @@ class _Fonts:
 
 
 class NodeItem(QGraphicsItem):
-    def __init__(self, node: LayoutNode):
+    """A box; an open one (opened in place) is a frame under its content, deeper frames above outer ones."""
+
+    def __init__(self, node: LayoutNode, depth: int = 0):
         super().__init__()
         self.node = node
         self.rect = QRectF(-node.width / 2, -node.height / 2, node.width, node.height)
         self.setPos(node.x, node.y)
         self.setAcceptedMouseButtons(Qt.MouseButton.NoButton)  # clicks and drags go to the view
-        self.setToolTip(f"{node.op}\n{node.key[len(SCOPE_PREFIX):] if node.is_scope else node.key}")
-        self.setZValue(1)
+        name = node.scope or node.original or node.key
+        hint = "\n(double-click or Enter to close)" if node.open else ""
+        self.setToolTip(f"{node.op}\n{name}{hint}")
+        self.setZValue(FRAME_Z + depth if node.open else 1)
         self.status = "unchanged"
         self.selected = False
         self.hit = False
@@ -97,10 +104,13 @@ class NodeItem(QGraphicsItem):
         elif self.hit:
             border, width = SEARCH_HIT, 3.0
         pen = QPen(border, width)
-        if self.node.is_scope:
+        if self.node.scope:
             pen.setStyle(Qt.PenStyle.DashLine)
         painter.setPen(pen)
         painter.setBrush(fill)
+        if self.node.open:
+            self._paint_frame(painter, fill, lod)
+            return
         if lod < LABEL_LOD:
             if self.selected or self.hit:  # keep a selection visible from far away
                 pen.setCosmetic(True)
@@ -126,6 +136,22 @@ class NodeItem(QGraphicsItem):
             painter.drawText(QRectF(text_rect.left(), y, text_rect.width(), line_height),
                              Qt.AlignmentFlag.AlignCenter, elided)
             y += line_height
+
+
+    def _paint_frame(self, painter: QPainter, fill: QColor, lod: float) -> None:
+        """An open box: a pale frame with its op and name on a header line; its content draws itself."""
+        fill.setAlpha(70)
+        painter.setBrush(fill)
+        painter.drawRoundedRect(self.rect, 8, 8)
+        if lod < LABEL_LOD:
+            return
+        _Fonts.ensure()
+        header = QRectF(self.rect.left() + 10, self.rect.top() + 4, self.rect.width() - 20, FRAME_HEADER - 8)
+        painter.setPen(QColor("#1f1f1f"))
+        painter.setFont(_Fonts.op)
+        text = f"{self.node.op}  {self.node.title}"
+        elided = QFontMetricsF(_Fonts.op).elidedText(text, Qt.TextElideMode.ElideLeft, header.width())
+        painter.drawText(header, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, elided)
 
 
 class EdgeItem(QGraphicsItem):
@@ -194,7 +220,8 @@ class GraphView(QGraphicsView):
     """A pane. Emits layout keys; the window maps them to graph names through `layout.owner`."""
 
     node_clicked = Signal(str)  # layout key
-    node_activated = Signal(str)  # double click: expand a scope box or open a fused node's body
+    node_activated = Signal(str)  # double click or Enter: open a box in place (a scope, a fused node) or close it
+    body_table_requested = Signal(str)  # context menu: a fused node's body as a table
     collapse_requested = Signal(object)  # the wanted collapsed-scope set (frozenset[str])
     background_clicked = Signal()
     built = Signal()  # every item of the new layout is in the scene
@@ -211,7 +238,9 @@ class GraphView(QGraphicsView):
         self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontSavePainterState, True)
         self.setBackgroundBrush(QColor("#fbfbfa"))
         self.layout_: Layout | None = None
-        self.items_by_key: dict[str, NodeItem] = {}
+        self.items_by_key: dict[str, NodeItem] = {}  # boxes that draw graph nodes
+        self.frame_items: dict[str, NodeItem] = {}  # frames of scopes opened in place (they draw no node)
+        self.edge_items: dict[LayoutEdge, EdgeItem] = {}
         self.selected_keys: set[str] = set()
         self.hit_keys: list[str] = []
         self.building = False  # items of a new layout are still being added
@@ -241,6 +270,8 @@ class GraphView(QGraphicsView):
         scene.clear()
         self.layout_ = layout
         self.items_by_key = {}
+        self.frame_items = {}
+        self.edge_items = {}
         self.hit_keys = []
         scene.setSceneRect(QRectF(-40, -40, layout.width + 80, layout.height + 80))
         if keep_view:
@@ -255,23 +286,37 @@ class GraphView(QGraphicsView):
     def _add_slice(self, generation: int, pending: list, start: int, status: Callable[[str], str] | None) -> None:
         if generation != self._build_generation:
             return  # a newer layout replaced this one mid-build
-        scene = self.scene()
         deadline = time.perf_counter() + BUILD_SLICE_S
         index = start
         while index < len(pending) and (index - start < 50 or time.perf_counter() < deadline):
             is_edge, element = pending[index]
             if is_edge:
-                scene.addItem(EdgeItem(element))
+                self._add_edge(element)
             else:
-                item = NodeItem(element)
-                if status is not None:
-                    item.status = status(element.key)
-                scene.addItem(item)
-                self.items_by_key[element.key] = item
+                self._add_node(element, status)
             index += 1
         if index < len(pending):
             QTimer.singleShot(0, lambda: self._add_slice(generation, pending, index, status))
             return
+        self._finish_build()
+
+    def _add_edge(self, edge: LayoutEdge) -> None:
+        item = EdgeItem(edge)
+        self.scene().addItem(item)
+        self.edge_items[edge] = item
+
+    def _add_node(self, node: LayoutNode, status: Callable[[str], str] | None) -> NodeItem:
+        depth, parent = 0, node.parent
+        while parent and self.layout_ is not None and parent in self.layout_.nodes:
+            depth, parent = depth + 1, self.layout_.nodes[parent].parent
+        item = NodeItem(node, depth)
+        if status is not None:
+            item.status = status(node.key)
+        self.scene().addItem(item)
+        (self.frame_items if node.open and node.scope else self.items_by_key)[node.key] = item
+        return item
+
+    def _finish_build(self) -> None:
         self.selected_keys = {k for k in self.selected_keys if k in self.items_by_key}
         for key in self.selected_keys:
             self.items_by_key[key].selected = True
@@ -279,6 +324,59 @@ class GraphView(QGraphicsView):
         self._paint_pending = True
         self.viewport().update()
         self.built.emit()
+
+    def update_layout(self, layout: Layout, status: Callable[[str], str] | None = None) -> None:
+        """Show a layout made from the shown one by opening or closing boxes in place: the view stays
+        where it is, items of unchanged boxes and edges stay, moved ones move, the rest come and go.
+
+        A box opened in a 20k-node overview moves a thousand boxes below it; moving their items
+        costs a fraction of building the scene again, and the user keeps their place.
+        """
+        if self.layout_ is None or self.building:
+            self.show_layout(layout, status, keep_view=True)
+            return
+        scene = self.scene()
+        self.layout_ = layout
+        self._build_generation += 1
+        moved_edges: dict[tuple[str, str, bool], EdgeItem] = {}
+        wanted = set(layout.edges)
+        for edge, item in list(self.edge_items.items()):
+            if edge not in wanted:
+                del self.edge_items[edge]
+                moved_edges[(edge.source, edge.target, edge.control)] = item
+        for edge in layout.edges:
+            if edge in self.edge_items:
+                continue
+            item = moved_edges.pop((edge.source, edge.target, edge.control), None)
+            shift = _translation(item.edge, edge) if item is not None else None
+            if shift is None:
+                if item is not None:
+                    scene.removeItem(item)
+                self._add_edge(edge)
+            else:  # the same route, moved with its boxes
+                item.setPos(item.pos() + shift)
+                item.edge = edge
+                self.edge_items[edge] = item
+        for item in moved_edges.values():
+            scene.removeItem(item)
+        for items in (self.items_by_key, self.frame_items):
+            for key, item in list(items.items()):
+                node = layout.nodes.get(key)
+                if node is item.node:
+                    continue
+                if node is not None and replace(node, x=item.node.x, y=item.node.y) == item.node:
+                    item.node = node
+                    item.setPos(node.x, node.y)
+                    continue
+                scene.removeItem(item)
+                del items[key]
+                if key in self.hit_keys:
+                    self.hit_keys.remove(key)
+        for key, node in layout.nodes.items():
+            if key not in self.items_by_key and key not in self.frame_items:
+                self._add_node(node, status)
+        scene.setSceneRect(QRectF(-40, -40, layout.width + 80, layout.height + 80))
+        self._finish_build()
 
     def keys_for(self, names: Iterable[str]) -> list[str]:
         """Layout keys drawing these graph nodes (a folded constant maps to its consumer)."""
@@ -401,16 +499,28 @@ class GraphView(QGraphicsView):
         if item is not None:
             self.node_activated.emit(item.node.key)
 
+    def keyPressEvent(self, event) -> None:
+        """Enter opens (or closes) the one selected box in place, like a double-click."""
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and len(self.selected_keys) == 1:
+            self.node_activated.emit(next(iter(self.selected_keys)))
+            return
+        super().keyPressEvent(event)
+
     def contextMenuEvent(self, event) -> None:
         item = self.node_at(event.pos())
         if self.layout_ is None:
             return
         menu = QMenu(self)
         collapsed = self.layout_.collapsed
-        if item is not None and item.node.is_scope:
-            scope = item.node.key[len(SCOPE_PREFIX):]
-            menu.addAction(f"Expand scope {scope}", lambda: self.collapse_requested.emit(collapsed - {scope}))
-        elif item is not None:
+        if item is not None and item.node.scope:
+            menu.addAction(f"{'Collapse' if item.node.open else 'Expand'} scope {item.node.scope}",
+                           lambda: self.node_activated.emit(item.node.key))
+        elif item is not None and item.node.category == "fused" and not item.node.original:
+            key = item.node.key
+            menu.addAction("Close the body (Enter)" if item.node.open else "Open the body in place (Enter)",
+                           lambda: self.node_activated.emit(key))
+            menu.addAction("Show body as table", lambda: self.body_table_requested.emit(key))
+        if item is not None and not item.node.scope:
             for scope in self.scopes_of(item.node.key):
                 menu.addAction(f"Collapse scope {scope}",
                                lambda s=scope: self.collapse_requested.emit(collapsed | {s}))
@@ -459,6 +569,17 @@ class GraphView(QGraphicsView):
         self.scene().render(painter, QRectF(image.rect()), rect)
         painter.end()
         return image.save(path)
+
+
+def _translation(old: LayoutEdge, new: LayoutEdge) -> QPointF | None:
+    """How far `new` is `old` moved as a whole, or None when its route changed shape."""
+    if len(old.points) != len(new.points) or not old.points or old.spline != new.spline:
+        return None
+    dx, dy = new.points[0][0] - old.points[0][0], new.points[0][1] - old.points[0][1]
+    for (x0, y0), (x1, y1) in zip(old.points, new.points, strict=True):
+        if abs(x1 - x0 - dx) > 0.01 or abs(y1 - y0 - dy) > 0.01:
+            return None
+    return QPointF(dx, dy)
 
 
 def _heat_colour(fraction: float) -> QColor:

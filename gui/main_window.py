@@ -90,6 +90,7 @@ class MainWindow(QMainWindow):
             view.node_clicked.connect(lambda key, s=side: self.select_key(s, key))
             view.background_clicked.connect(self.selection.clear)
             view.node_activated.connect(lambda key, s=side: self._on_activated(s, key))
+            view.body_table_requested.connect(lambda key, s=side: self._show_body_table(s, key))
             view.collapse_requested.connect(lambda scopes, s=side: self.session.set_collapsed(s, scopes))
             view.built.connect(lambda s=side: self._on_built(s))
         for pane in self.panes.values():
@@ -326,10 +327,32 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"No {what} to step through", 3000)
 
     def _on_activated(self, side: str, key: str) -> None:
-        if key.startswith(SCOPE_PREFIX):
-            self.open_scopes({key[len(SCOPE_PREFIX):]})
+        """A double-click or Enter: a scope box opens in place in both panes (an open one closes); a
+        fused node opens its body in place (again: closes it) and is selected, which lights the
+        original nodes in the before pane."""
+        pane = self.panes[side]
+        node = pane.shown.nodes.get(key) if pane.shown is not None else None
+        if node is None:
             return
-        graph = self.session.graph(side)
+        if node.scope:
+            if node.open:
+                self.close_scopes({node.scope})
+            else:
+                self.open_scopes({node.scope})
+            return
+        provenance = self.session.pipeline.provenance if self.session.pipeline else None
+        if pane.toggle_open(key, diff_status(side, provenance)):
+            self.select_key(side, key)
+
+    def close_scopes(self, scopes: set[str]) -> None:
+        """Collapse these scopes again in both panes (a scope opened in place closes in place)."""
+        for side in self.panes:
+            collapsed = self.session.collapsed[side]
+            if collapsed is not None and not scopes <= collapsed:
+                self.session.set_collapsed(side, collapsed | scopes)
+
+    def _show_body_table(self, side: str, key: str) -> None:
+        graph = self.panes[side].shown_graph
         if graph is not None and key in graph and graph.fused_info(key) is not None:
             FusedBodyDialog(graph, key, self).exec()
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from core.graph import Graph
-from core.layout import SCOPE_PREFIX, Layout, LayoutCache, layout_graph
+from core.layout import FRAME_PREFIX, SCOPE_PREFIX, Layout, LayoutCache, layout_graph
 from core.layout.drawn import collapsible_scopes, drawn_names
+from core.layout.expand import close_box, follow_collapsed, is_body_key, open_box, outermost
 from core.layout.overview import overview_scopes
 from core.opclass import CATEGORY_TITLES, PALETTE
 from core.provenance import Provenance
@@ -54,6 +56,7 @@ class Pane(QWidget):
         super().__init__(parent)
         self.side, self.title, self.default_title, self.workers, self.cache = side, title, title, workers, cache
         self.shown: Layout | None = None  # the layout the view shows
+        self.shown_graph: Graph | None = None  # the graph `shown` was made for
         self.graph: Graph | None = None  # the graph it should show
         self.drawn_with_shapes = False  # the layout had every edge's tensor shape
         self.header = QLabel(title, self)
@@ -67,37 +70,85 @@ class Pane(QWidget):
 
     def clear(self, title: str | None = None) -> None:
         """Forget the graph shown (a new model); `title` names what this pane will show."""
-        self.shown, self.graph, self.drawn_with_shapes = None, None, False
+        self.shown, self.shown_graph, self.graph, self.drawn_with_shapes = None, None, None, False
         self.title = title or self.default_title
         self.header.setText(self.title)
 
     def relayout(self, graph: Graph, collapsed: frozenset[str] | None, status: Callable[[str], str] | None,
                  like: frozenset[str] | None = None) -> None:
         """Lay `graph` out with these scopes collapsed (None: a big graph's overview, or the scopes of
-        `like` that this graph has); `status` gives the diff colour per drawn key."""
-        self.graph = graph
-        side, cache = self.side, self.cache
+        `like` that this graph has); `status` gives the diff colour per drawn key.
 
-        def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> Layout:
+        When only the collapsed scopes changed, the shown layout follows in place (scope boxes opened
+        or closed, `core.layout.expand`); otherwise the graph is laid out again, with the fused
+        nodes that were open opened again.
+        """
+        self.graph = graph
+        side, cache, shown = self.side, self.cache, self.shown
+        with_shapes = graph.shapes_ready or graph.records_shapes
+        same = shown is not None and graph is self.shown_graph and with_shapes == self.drawn_with_shapes
+        in_place = same and collapsed is not None and outermost(collapsed) != outermost(shown.collapsed)
+        reopen = [key for key, _ in shown.opened if not key.startswith(SCOPE_PREFIX)] if same else []
+
+        def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> tuple[Layout, bool]:
+            if in_place:
+                progress(f"layout ({side}): opening in place")
+                layout = follow_collapsed(graph, shown, collapsed, cache=cache, cancelled=cancelled)
+                if layout is not None:
+                    return layout, True
             scopes = collapsed
             if scopes is None:
                 names = drawn_names(graph)
                 scopes = like & frozenset(collapsible_scopes(names)) if like is not None else overview_scopes(names)
-            return layout_graph(graph, scopes, cache=cache, cancelled=cancelled,
-                                progress=lambda text: progress(f"layout ({side}): {text}"))
+            layout = layout_graph(graph, scopes, cache=cache, cancelled=cancelled,
+                                  progress=lambda text: progress(f"layout ({side}): {text}"))
+            for key in reopen:
+                if key in layout.nodes and not layout.nodes[key].open:
+                    layout = open_box(graph, layout, key, cache=cache, cancelled=cancelled)
+            return layout, False
 
-        keep_view = self.shown is not None and collapsed is not None and self.shown.collapsed != collapsed
-        with_shapes = graph.shapes_ready or graph.records_shapes
+        keep_view = shown is not None and collapsed is not None and shown.collapsed != collapsed
         self.workers.start(f"layout-{side}", f"layout of the {side} graph", task,
-                           on_finished=lambda layout: self._show(graph, layout, status, keep_view, with_shapes),
+                           on_finished=lambda result: self._show(graph, *result, status, keep_view, with_shapes),
                            on_error=self.failed.emit, on_progress=self.message.emit)
 
-    def _show(self, graph: Graph, layout: Layout, status: Callable[[str], str] | None, keep_view: bool,
-              with_shapes: bool) -> None:
+    def toggle_open(self, key: str, status: Callable[[str], str] | None) -> bool:
+        """Open a fused node's body in place, or close a box opened in place (in the layout worker).
+
+        False when `key` is neither (a plain node, or a fused node whose function is missing).
+        """
+        shown, graph, side, cache = self.shown, self.shown_graph, self.side, self.cache
+        node = shown.nodes.get(key) if shown is not None else None
+        if node is None or graph is None:
+            return False
+        if node.open:
+            if key not in {k for k, _ in shown.opened}:
+                return False
+            change = partial(close_box, graph, shown, key)
+        elif not node.is_scope and key in graph and graph.fused_info(key) is not None \
+                and graph.fused_info(key).function in graph.functions:
+            change = partial(open_box, graph, shown, key)
+        else:
+            return False
+
+        def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> tuple[Layout, bool]:
+            return change(cache=cache, cancelled=cancelled), True
+
+        with_shapes = self.drawn_with_shapes
+        self.workers.start(f"layout-{side}", f"{'closing' if node.open else 'opening'} {key}", task,
+                           on_finished=lambda result: self._show(graph, *result, status, True, with_shapes),
+                           on_error=self.failed.emit, on_progress=self.message.emit)
+        return True
+
+    def _show(self, graph: Graph, layout: Layout, in_place: bool, status: Callable[[str], str] | None,
+              keep_view: bool, with_shapes: bool) -> None:
         if graph is not self.graph:
             return  # the pane was given another graph meanwhile
-        self.shown, self.drawn_with_shapes = layout, with_shapes
-        self.view.show_layout(layout, status, keep_view=keep_view)
+        self.shown, self.shown_graph, self.drawn_with_shapes = layout, graph, with_shapes
+        if in_place:
+            self.view.update_layout(layout, status)
+        else:
+            self.view.show_layout(layout, status, keep_view=keep_view)
         notice = f"  ⚠ {layout.notice}" if layout.notice else ""
         self.header.setText(f"{self.title}: {len(graph)} nodes, {len(layout.nodes)} drawn{notice}")
         if layout.notice:
@@ -113,8 +164,9 @@ class Pane(QWidget):
 
 
 def diff_status(side: str, provenance: Provenance | None) -> Callable[[str], str] | None:
-    """Per drawn key, its diff status on this side (a collapsed scope box stays unchanged)."""
+    """Per drawn key, its diff status on this side (a collapsed scope box and the inside of an opened
+    fused node stay unchanged: they show their op classes)."""
     if provenance is None:
         return None
     status = provenance.original_status if side == "before" else provenance.status
-    return lambda key: "unchanged" if key.startswith(SCOPE_PREFIX) else status(key)
+    return lambda key: "unchanged" if key.startswith((SCOPE_PREFIX, FRAME_PREFIX)) or is_body_key(key) else status(key)

@@ -5,6 +5,8 @@
   * `dot`     the DOT text, and `dot` run as a child process with a time limit and cancel
   * `plain`   dot's `-Tplain` output read back as scene positions and splines
   * `layered` the fallback past the time limit (or when `dot` is missing or fails), with a notice
+  * `engine`  dot within its time limit, else the layered fallback: one place for both
+  * `expand`  one box (a collapsed scope, a fused node) opened or closed in place in a shown layout
   * `cache`   results by a structural fingerprint of the graph plus the collapse state, in memory
               and on disk in the user cache, so reopening a model or re-expanding a scope is instant
   * `model`   the Layout, its boxes and edges
@@ -14,22 +16,21 @@ triggers TensorFlow's shape inference: edges are labelled with shapes the graph 
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Callable, Iterable
 
 from core.errors import Cancelled
 from core.graph import Graph
-from core.layout import dot
 from core.layout.cache import LAYOUT_VERSION, LayoutCache, default_cache, structure_key
 from core.layout.dot import DOT_TIMEOUT, dot_source
 from core.layout.drawn import collapsible_scopes, const_shape, format_shape, short_name, tensor_shape, visible_graph
+from core.layout.engine import position_boxes
 from core.layout.layered import layered_positions
-from core.layout.model import SCOPE_PREFIX, Layout, LayoutEdge, LayoutNode
-from core.layout.plain import apply_plain
+from core.layout.model import FRAME_PREFIX, SCOPE_PREFIX, Layout, LayoutEdge, LayoutNode
 
 __all__ = [
     "DOT_TIMEOUT",
+    "FRAME_PREFIX",
     "LAYOUT_VERSION",
     "SCOPE_PREFIX",
     "Layout",
@@ -73,17 +74,7 @@ def layout_graph(
         raise Cancelled()
     if progress:
         progress(f"dot: {len(layout.nodes)} boxes, {len(layout.edges)} edges")
-    source, keys = dot_source(layout)
-    why_not_dot: str | None = None
-    try:
-        apply_plain(layout, dot.run_dot(source, timeout, cancelled), keys)
-    except subprocess.TimeoutExpired:
-        why_not_dot = f"dot took longer than {timeout:g} s"
-    except (FileNotFoundError, RuntimeError, OSError) as e:
-        why_not_dot = str(e)
-    if why_not_dot is not None:
-        layout.engine, layout.notice = "layered", f"{why_not_dot}; showing a simpler layout"
-        layered_positions(layout)
+    position_boxes(layout, timeout, cancelled)
     layout.seconds = time.perf_counter() - start
     if cache is not None and layout.engine == "dot":
         cache.put(key, layout)

@@ -7,6 +7,7 @@ graph lays out in a fraction of a second. A collapsed name scope is one box for 
 
 from __future__ import annotations
 
+import weakref
 from collections import defaultdict
 from collections.abc import Iterable
 
@@ -58,8 +59,22 @@ def tensor_shape(graph: Graph, name: str, port: int) -> tuple[int | None, ...] |
     return None
 
 
-def _fold_constants(graph: Graph) -> tuple[list[str], dict[str, list[str]], dict[str, str]]:
-    """(drawn nodes, weights folded into each drawn node, owner of every folded constant)."""
+_folded: weakref.WeakKeyDictionary[Graph, tuple[list[str], dict[str, list[str]], dict[str, str]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def fold_constants(graph: Graph) -> tuple[list[str], dict[str, list[str]], dict[str, str]]:
+    """(drawn nodes, weights folded into each drawn node, owner of every folded constant).
+
+    Kept per graph (graphs are not edited once built): the overview, the first layout and every
+    box opened in place read it, and it is a pass over the whole graph (0.1 s at 20k nodes).
+    """
+    if (known := _folded.get(graph)) is None:
+        known = _folded[graph] = _fold(graph)
+    return known
+
+
+def _fold(graph: Graph) -> tuple[list[str], dict[str, list[str]], dict[str, str]]:
     folded = {n.name for n in graph if graph.is_const(n.name) and graph.consumers(n.name)}
     drawn = [n.name for n in graph if n.name not in folded]
     weights: dict[str, list[str]] = defaultdict(list)
@@ -98,7 +113,7 @@ def _class_mix(graph: Graph, names: list[str]) -> str:
     return " · ".join(f"{n} {c}" for c, n in sorted(counts.items(), key=lambda kv: -kv[1])[:4])
 
 
-def _node_size(op: str, title: str, weight_text: str) -> tuple[float, float]:
+def node_size(op: str, title: str, weight_text: str) -> tuple[float, float]:
     text = max(len(op) * OP_CHAR_WIDTH, len(title) * NAME_CHAR_WIDTH, len(weight_text) * WEIGHT_CHAR_WIDTH)
     width = min(max(text + 24.0, 84.0), MAX_NODE_WIDTH)
     return width, NODE_HEIGHT + (WEIGHT_LINE_HEIGHT if weight_text else 0.0)
@@ -114,10 +129,19 @@ def collapsible_scopes(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted((s for s, c in counts.items() if c >= 2), key=lambda s: (s.count("/"), s)))
 
 
-def visible_graph(graph: Graph, collapsed: Iterable[str] = ()) -> Layout:
-    """The boxes and edges to draw (positions all zero): constants folded, scopes collapsed."""
+def visible_graph(graph: Graph, collapsed: Iterable[str] = (), only: Iterable[str] | None = None) -> Layout:
+    """The boxes and edges to draw (positions all zero): constants folded, scopes collapsed.
+
+    `only` limits it to these drawn nodes (the content of a box opened in place), with the
+    edges between them and the constants they read.
+    """
     collapsed = frozenset(collapsed)
-    drawn, weights, const_owner = _fold_constants(graph)
+    drawn, weights, folded = fold_constants(graph)
+    const_owner = folded
+    if only is not None:
+        drawn = list(only)
+        inside = set(drawn)
+        const_owner = {const: consumer for const, consumer in folded.items() if consumer in inside}
     owner: dict[str, str] = {}
     members: dict[str, list[str]] = defaultdict(list)
     for name in drawn:
@@ -142,7 +166,7 @@ def visible_graph(graph: Graph, collapsed: Iterable[str] = ()) -> Layout:
             title = short_name(key)
             category = op_category(plain_op, fused=fused is not None)
             weight_text = "  ".join(format_shape(const_shape(graph, w)) or "?" for w in box_weights)
-        width, height = _node_size(op, title, weight_text)
+        width, height = node_size(op, title, weight_text)
         nodes[key] = LayoutNode(key, op, title, category, tuple(names), box_weights, weight_text,
                                 width=width, height=height)
 
@@ -155,7 +179,7 @@ def visible_graph(graph: Graph, collapsed: Iterable[str] = ()) -> Layout:
             source = owner.get(ref.node)
             if source is None or source == target or (ref.control and graph.is_const(ref.node)):
                 continue
-            if ref.node in const_owner:  # a folded weight is not an edge
+            if ref.node in folded:  # a folded weight is not an edge
                 continue
             edge_id = (source, target, ref.control)
             if edge_id in seen:
@@ -169,4 +193,4 @@ def visible_graph(graph: Graph, collapsed: Iterable[str] = ()) -> Layout:
 def drawn_names(graph: Graph, drawn: Iterable[str] | None = None) -> list[str]:
     """The names the drawn nodes are drawn under (constants folded away; fused nodes in the scope of
     what they replaced), which the scope boxes and the overview of a big graph are made of."""
-    return [drawn_name(graph, n) for n in (_fold_constants(graph)[0] if drawn is None else drawn)]
+    return [drawn_name(graph, n) for n in (fold_constants(graph)[0] if drawn is None else drawn)]

@@ -10,11 +10,12 @@ from dataclasses import asdict, dataclass, replace
 from core.opclass import Category
 
 SCOPE_PREFIX = "scope:"
+FRAME_PREFIX = "open scope:"  # a scope box opened in place: the frame around its content
 
 
 @dataclass(frozen=True)
 class LayoutNode:
-    key: str  # the graph node's name, or SCOPE_PREFIX + scope for a collapsed scope box
+    key: str  # the graph node's name, SCOPE_PREFIX + scope for a collapsed scope box, FRAME_PREFIX + scope open
     op: str  # op type shown; a fused node shows its fused op type, a scope box "scope"
     title: str  # short name shown under the op
     category: Category
@@ -25,10 +26,26 @@ class LayoutNode:
     y: float = 0.0
     width: float = 0.0
     height: float = 0.0
+    open: bool = False  # opened in place: a frame around its content, which are boxes of their own
+    parent: str = ""  # key of the open box this box is drawn inside ("" at the top)
+    original: str = ""  # a fused node's body box: the original node it is a copy of
 
     @property
     def is_scope(self) -> bool:
         return self.key.startswith(SCOPE_PREFIX)
+
+    @property
+    def scope(self) -> str:
+        """The scope a scope box or an open scope's frame draws ("" for any other box)."""
+        for prefix in (SCOPE_PREFIX, FRAME_PREFIX):
+            if self.key.startswith(prefix):
+                return self.key[len(prefix):]
+        return ""
+
+    @property
+    def rect(self) -> tuple[float, float, float, float]:
+        """(left, top, right, bottom)."""
+        return (self.x - self.width / 2, self.y - self.height / 2, self.x + self.width / 2, self.y + self.height / 2)
 
 
 @dataclass(frozen=True)
@@ -55,6 +72,10 @@ class Layout:
     collapsed: frozenset[str] = frozenset()
     scopes: tuple[str, ...] = ()  # scopes that can be collapsed (two or more drawn nodes)
     cached: bool = False
+    # boxes opened in place, in order: (key, scopes collapsed inside it); `previous` is this
+    # layout before the last of them was opened, so closing it restores that layout exactly
+    opened: tuple[tuple[str, frozenset[str]], ...] = ()
+    previous: Layout | None = None
 
     def place(self, positions: dict[str, tuple[float, float]]) -> None:
         """Move every box to its centre in `positions` (boxes are frozen, so they are replaced)."""

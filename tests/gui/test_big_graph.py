@@ -1,22 +1,36 @@
 """A big graph opens as an overview of its scopes; a double-click, a search hit or a match opens
-only the scope it needs; the after pane follows the before pane's scopes."""
+only the scope it needs, in place (no layout of the whole graph); the after pane follows the before
+pane's scopes; closing a scope gives back the view it was opened from."""
 
 from __future__ import annotations
 
+import pytest
+
+import gui.pane
 from benchmarks.bench_amct import synthetic
-from core.layout import SCOPE_PREFIX
+from core.layout import FRAME_PREFIX, SCOPE_PREFIX, Layout
 from core.layout.overview import BIG_GRAPH_NODES
 from tests.gui.helpers import WAIT_MS, open_and_wait, wait_idle
 
 
 def scope_boxes(pane) -> set[str]:
-    return {k[len(SCOPE_PREFIX):] for k in pane.shown.nodes if k.startswith(SCOPE_PREFIX)}
+    """The scopes drawn as closed boxes."""
+    return {n.scope for n in pane.shown.nodes.values() if n.is_scope}
 
 
-def test_a_5k_node_graph_opens_collapsed_and_expands_one_scope_at_a_time(qtbot, window, tmp_path):
+def geometry(layout: Layout) -> tuple[dict, list]:
+    return ({k: (n.x, n.y, n.width, n.height, n.open) for k, n in layout.nodes.items()},
+            sorted((e.source, e.target, e.control, e.points) for e in layout.edges))
+
+
+def test_a_5k_node_graph_opens_collapsed_and_expands_one_scope_at_a_time_in_place(qtbot, window, tmp_path,
+                                                                                     monkeypatch):
     path = tmp_path / "synthetic5k.pb"
     graph = synthetic(5000)
     path.write_bytes(graph.graph_def.SerializeToString())
+    full_layouts = []
+    layout_graph = gui.pane.layout_graph
+    monkeypatch.setattr(gui.pane, "layout_graph", lambda *a, **k: full_layouts.append(a) or layout_graph(*a, **k))
     open_and_wait(qtbot, window, str(path), timeout=WAIT_MS * 2)
     before, after = window.panes["before"], window.panes["after"]
     assert len(graph) > BIG_GRAPH_NODES and len(before.shown.nodes) < len(graph) / 5
@@ -24,17 +38,58 @@ def test_a_5k_node_graph_opens_collapsed_and_expands_one_scope_at_a_time(qtbot, 
     assert scope_boxes(after) and scope_boxes(after) <= window.session.collapsed["before"]  # the same scopes
     block = "block7"
     assert block in scope_boxes(before)
-    drawn_before = len(before.shown.nodes)
+    overview = before.shown
+    old_box = overview.nodes[SCOPE_PREFIX + block]
+    full_layouts.clear()
+
     window._on_activated("before", SCOPE_PREFIX + block)  # a double-click on the scope box
-    qtbot.waitUntil(lambda: before.shown is not None and block not in scope_boxes(before), timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: block not in scope_boxes(before) and block not in scope_boxes(after), timeout=WAIT_MS)
     wait_idle(qtbot, window)
+    assert not full_layouts  # opened in place: only the scope's own nodes were laid out
     assert block not in window.session.collapsed["before"] and block not in window.session.collapsed["after"]
-    inside = [n for n in before.shown.nodes if n.startswith(block + "/")]
-    assert inside and len(before.shown.nodes) == drawn_before - 1 + len(inside)
-    assert "block8" in scope_boxes(before)  # the others stay collapsed
+    opened = before.shown
+    frame = opened.nodes[FRAME_PREFIX + block]
+    inside = [k for k, n in opened.nodes.items() if n.parent == frame.key]
+    assert frame.open and inside and all(k.startswith(block + "/") for k in inside)
+    assert SCOPE_PREFIX + block not in before.view.items_by_key  # the box became the frame
+    assert len(opened.nodes) == len(overview.nodes) + len(inside)
+    assert set(before.view.items_by_key) == set(opened.nodes) - {frame.key}  # the scene shows the layout
+    assert set(before.view.frame_items) == {frame.key}
+    # the frame grew from its top left corner; boxes below it moved down by its growth, the rest stayed
+    left, top, right, bottom = frame.rect
+    assert (left, top) == pytest.approx(old_box.rect[:2])
+    dy = frame.height - old_box.height
+    for key, node in overview.nodes.items():
+        if key == old_box.key:
+            continue
+        new = opened.nodes[key]
+        moved = (round(new.x - node.x, 6), round(new.y - node.y, 6))
+        assert moved in {(0.0, 0.0), (0.0, round(dy, 6)), (round(frame.width - old_box.width, 6), 0.0)}, key
+        if node.rect[1] >= old_box.rect[3]:
+            assert moved == (0.0, round(dy, 6)), key
+        elif node.rect[3] <= old_box.rect[1]:
+            assert moved == (0.0, 0.0), key
+    for key in inside:  # the content is inside the frame, below its title
+        n_left, n_top, n_right, n_bottom = opened.nodes[key].rect
+        assert left < n_left and n_right < right and top < n_top and n_bottom < bottom
+    # edges that crossed the box's border now end at the nodes inside that they connect to
+    into = {e.target for e in opened.edges if e.target in inside and e.source not in inside}
+    out = {e.source for e in opened.edges if e.source in inside and e.target not in inside}
+    assert into and out and not any({frame.key, old_box.key} & {e.source, e.target} for e in opened.edges)
+
+    window._on_activated("before", frame.key)  # a double-click on the open frame closes it
+    qtbot.waitUntil(lambda: block in scope_boxes(before) and block in scope_boxes(after), timeout=WAIT_MS)
+    wait_idle(qtbot, window)
+    assert not full_layouts
+    assert geometry(before.shown) == geometry(overview)  # exactly the view it was opened from
+    assert set(before.view.items_by_key) == set(overview.nodes) and not before.view.frame_items
+
     hidden = "block10/bn/batchnorm/Rsqrt"  # a small-op BatchNorm deep inside a collapsed block
     window.search.setText(hidden.split("/")[-1])
     window.select_key("before", SCOPE_PREFIX + "block10")  # what a click on the box selects: no expand
     assert "block10" in scope_boxes(before)
     window.selection.select_original([hidden], origin="search")  # a search hit inside it opens it
     qtbot.waitUntil(lambda: hidden in before.shown.nodes, timeout=WAIT_MS)
+    wait_idle(qtbot, window)
+    assert not full_layouts
+    assert before.view.items_by_key[hidden].hit  # outlined as a search hit once drawn
