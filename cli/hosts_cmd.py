@@ -21,8 +21,10 @@ from session.remote_run import (
     HostStore,
     RunHistory,
     RunRecord,
+    announce,
     describe_checks,
-    follow_and_fetch,
+    fetch_finished,
+    follow_again,
     host_from_fields,
 )
 
@@ -55,10 +57,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--json", action="store_true", help="print JSON")
         q.set_defaults(func=func)
 
-    p = sub.add_parser("runs", help="the NPU runs made on Ascend hosts: list, show one again, re-attach one")
-    p.add_argument("action", nargs="?", choices=["list", "show", "attach"], default="list",
+    p = sub.add_parser("runs", help="the NPU runs made on Ascend hosts: list, show one again, re-attach one, "
+                                    "fetch a finished one's results")
+    p.add_argument("action", nargs="?", choices=["list", "show", "attach", "fetch"], default="list",
                    help="show: import a run's results again; attach: follow a run whose connection was lost, "
-                        "then fetch and import its results")
+                        "then fetch and import its results; fetch: bring back and import the results of one that "
+                        "ended on the host meanwhile")
     p.add_argument("run", nargs="?", help="the run id (a unique prefix is enough)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_runs)
@@ -119,7 +123,7 @@ def run_on_host(args: argparse.Namespace) -> int:
     export_npu_bundle(bundle, pipeline, model=args.model, mode=host.mode, input_shapes=input_shapes(args),
                       steps=args.steps, warmup=args.warmup)
     record = history.save(RunRecord(**{**vars(record), "configuration": configuration_words(bundle)}))
-    print(f"run {record.id}: {args.model} on {host.name} ({host.address}, {host.mode})", file=sys.stderr)
+    print(announce(record, host), file=sys.stderr)
     record = _follow(lambda cancelled: run_bundle_on_host(record, host, on_line=_show, cancelled=cancelled,
                                                           history=history))
     return import_run(record, args)
@@ -138,7 +142,7 @@ def _follow(work: Any) -> RunRecord:
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
-        return work(cancelled)
+        return work(cancelled.is_set)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
@@ -179,14 +183,17 @@ def run_runs(args: argparse.Namespace) -> int:
     if not args.run:
         raise FuseLensError(f"runs {args.action}: give the run id (`fuselens runs` lists them)")
     record = history.get(args.run)
-    if args.action == "attach":
-        if record.status in ("done", "incomplete") and record.results.is_dir():
-            print(f"run {record.id} already came back; showing it", file=sys.stderr)
-        else:
-            host = HostStore().get(record.host)
-            print(f"re-attaching run {record.id} on {host.name} ({record.remote_folder})", file=sys.stderr)
-            record = _follow(lambda cancelled: follow_and_fetch(record, host, on_line=_show, cancelled=cancelled,
-                                                                history=history))
+    if args.action == "attach" and record.status in ("done", "incomplete") and record.results.is_dir():
+        print(f"run {record.id} already came back; showing it", file=sys.stderr)
+    elif args.action == "attach":
+        host = HostStore().get(record.host)
+        print(f"re-attaching run {record.id} on {host.name} ({record.remote_folder})", file=sys.stderr)
+        record = _follow(lambda cancelled: follow_again(record, host, on_line=_show, cancelled=cancelled,
+                                                        history=history))
+    elif args.action == "fetch":
+        host = HostStore().get(record.host)
+        print(f"fetching the results of run {record.id} from {host.name} ({record.remote_folder})", file=sys.stderr)
+        record = fetch_finished(record, host, on_line=_show, history=history)
     elif not record.results.is_dir():
         raise FuseLensError(f"run {record.id} ({record.status}) has no results here yet: "
                             f"`fuselens runs attach {record.id}` fetches them")

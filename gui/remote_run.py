@@ -3,8 +3,10 @@
 The run itself is `fuselens run MODEL --backend npu --host NAME` in a child process (writing the bundle
 needs TensorFlow, which the window never imports): its streamed lines fill the progress bar and the run
 log, Cancel sends it SIGTERM (it then kills the host's processes), and the run file it saves is shown
-with the same cards, charts, timeline, table and heat as a CPU run; its predicted-vs-actual report goes
-to the run log. Hosts are edited in a dialog with "Test connection" (session/remote_run.py's store).
+with the same cards, charts, timeline, table and heat as a CPU run, and its results folder as the
+Predicted vs actual tab. Runs… lists the history (gui/run_history.py): a run is reopened from its results
+folder, and one whose connection was lost is re-attached or its results fetched, in a worker (no
+TensorFlow needed). Hosts are edited in a dialog with "Test connection" (session/remote_run.py's store).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtWidgets import (
     QComboBox,
@@ -27,7 +29,6 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFormLayout,
     QHBoxLayout,
-    QInputDialog,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
@@ -37,10 +38,23 @@ from PySide6.QtWidgets import (
 
 from core.errors import Cancelled, FuseLensError
 from core.runtime import RunResult
+from core.runtime.profile_import import import_run_file
 from core.runtime.remote import ADAPTERS, Check, Host, progress_of, transport_for
 from gui.dialogs import show_error
+from gui.run_history import RunHistoryDialog
+from session.npu_check import check_npu_result
 from session.npu_export import import_command
-from session.remote_run import HostStore, RunHistory, RunRecord, describe_checks, host_from_fields
+from session.remote_run import (
+    HostStore,
+    RunHistory,
+    RunRecord,
+    announced_run,
+    configuration_note,
+    describe_checks,
+    fetch_finished,
+    follow_again,
+    host_from_fields,
+)
 
 if TYPE_CHECKING:
     from gui.run_panel import RunPanel
@@ -172,12 +186,12 @@ class RemoteRuns:
         self.host.setToolTip("The Ascend host the bundle runs on (Hosts… to add one and test it)")
         self.hosts_button = QPushButton("Hosts…", panel)
         self.runs_button = QPushButton("Runs…", panel)
-        self.runs_button.setToolTip("Reopen an earlier NPU run from the history (mapped to the open model)")
+        self.runs_button.setToolTip("The NPU run history: reopen a run (mapped to the open model), re-attach one "
+                                    "whose connection was lost, fetch a finished one's results")
         self.log = QPlainTextEdit()
         self.log.setReadOnly(True)
         self.log.setWindowTitle("Remote run log")
         self.log.resize(900, 520)
-        self._process: subprocess.Popen[str] | None = None
         panel.backend.addItem(TITLE, REMOTE)
         index = panel.controls.indexOf(panel.backend) + 1
         panel.controls.insertWidget(index, self.host)
@@ -213,39 +227,104 @@ class RemoteRuns:
         dialog.show()
         return dialog
 
-    def choose_run(self) -> None:
-        """Pick a run from the history; its results are imported onto the open model's graphs."""
-        try:
-            records = [r for r in RunHistory().all() if r.results.is_dir()]
-        except FuseLensError as e:
-            show_error(self.panel, "Run history", str(e), self.panel.status)
-            return
-        if not records:
-            self.panel.status.showMessage("no NPU run has come back yet", 5000)
-            return
-        labels = [f"{r.started}  {r.model} on {r.host} ({r.status})  {r.id}" for r in reversed(records)]
-        label, ok = QInputDialog.getItem(self.panel, "Reopen an NPU run", "Run", labels, 0, False)
-        if ok:
-            self.reopen(list(reversed(records))[labels.index(label)])
+    def choose_run(self) -> RunHistoryDialog:
+        """The run history: open, re-attach or fetch a run."""
+        dialog = RunHistoryDialog(self, self.panel)
+        dialog.show()
+        return dialog
 
     def reopen(self, record: RunRecord) -> None:
-        self.panel.import_profile(str(record.results))
+        """A run's results folder on the open model's graphs, with its predicted vs actual."""
+        self.panel.import_profile(str(record.results), note=self._notes(record))
         self.panel.progress_label.setText(f"run {record.id} ({record.model} on {record.host})")
 
-    def command(self, run_file: Path) -> list[str]:
-        """`fuselens run MODEL <the pass selection> --backend npu --host NAME --save RUN.json`."""
+    def reattach(self, record: RunRecord) -> None:
+        """Follow a run whose connection was lost to its end, then fetch and show its results (the dock's run:
+        its progress, Cancel, which kills the host's run, and its failure dialog)."""
+        self._on_host(record, "re-attaching", lambda host, progress, cancelled: follow_again(
+            record, host, on_line=progress, cancelled=cancelled))
+
+    def fetch(self, record: RunRecord) -> None:
+        """Bring back and show the results of a run that ended on its host while nobody followed it."""
+        self._on_host(record, "fetching the results of", lambda host, progress, cancelled: fetch_finished(
+            record, host, on_line=progress))
+
+    def _on_host(self, record: RunRecord, doing: str,
+                 work: Callable[[Host, Callable[[str], None], Callable[[], bool]], RunRecord]) -> None:
+        panel = self.panel
+        try:
+            host = self.store.get(record.host)
+        except FuseLensError as e:
+            panel.fail(str(e))
+            return
+        pipeline, model = panel.session.pipeline, panel.session.model
+        original, fused = panel.session.graph("before"), panel.session.graph("after")
+
+        def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> tuple[RunResult, Any, RunRecord]:
+            done = work(host, progress, cancelled)
+            result = import_run_file(done.results, original, fused)
+            return result, check_npu_result(pipeline, done.results, result, model=model.name if model else ""), done
+
+        self.log.clear()
+        self.log.appendPlainText(f"{doing} run {record.id} on {host.name} ({record.remote_folder})")
+        panel.launch(f"{doing} run {record.id}", task, self._fetched, self._line)
+        panel.progress.setRange(0, 100)
+        panel.progress.setValue(0)
+        panel.progress_label.setText(f"{doing} {record.id} on {host.name}…")
+
+    def _fetched(self, outcome: tuple[RunResult, Any, RunRecord]) -> None:
+        result, report, record = outcome
+        self._show(result, report, record)
+
+    def _show(self, result: RunResult, report: Any, record: RunRecord | None) -> None:
+        """A run that came back: its charts and its predicted vs actual; what is missing is said, not hidden."""
+        panel = self.panel
+        panel.set_running(False)
+        panel.show_result(result)
+        panel.show_check(report, self._notes(record) if record is not None else "")
+        where = f" on {record.host}" if record is not None else ""
+        if record is not None and record.missing:
+            text = f"results incomplete ({len(record.missing)} missing: {'; '.join(record.missing)}); shown: what came"
+            panel.progress_label.setText(f"done{where}: results incomplete, see Predicted vs actual")
+            panel.progress_label.setToolTip(text)
+            panel.status.showMessage(text, 20000)
+        else:
+            panel.progress_label.setText(f"done{where}: see Predicted vs actual")
+            panel.status.showMessage(f"NPU run{where} imported", 10000)
+        if report is not None:
+            panel.tabs.setCurrentWidget(panel.check_view)
+
+    def _notes(self, record: RunRecord) -> str:
+        """What the predicted-vs-actual tab should say about this run: missing results, another configuration."""
+        notes = [f"results incomplete: {'; '.join(record.missing)}; shown: what arrived"] if record.missing else []
+        model, pipeline = self.panel.session.model, self.panel.session.pipeline
+        if model is not None and pipeline is not None:
+            notes.append(configuration_note(record, self._spec(), self._selection()))
+        return "\n".join(n for n in notes if n)
+
+    def _spec(self) -> str:
+        """The open model as the command line names it (its file, or the sample's name)."""
+        model = self.panel.session.model
+        assert model is not None
+        return model.path if Path(model.path).exists() else model.name
+
+    def _selection(self) -> list[str]:
+        """The open pass selection as `fuselens` options (what a run records as its configuration)."""
+        pipeline = self.panel.session.pipeline
+        assert pipeline is not None
+        return shlex.split(import_command(self._spec(), pipeline.config))[5:]
+
+    def command(self) -> list[str]:
+        """`fuselens run MODEL <the pass selection> --backend npu --host NAME` (the caller adds `--save`)."""
         model, pipeline = self.panel.session.model, self.panel.session.pipeline
         if model is None or pipeline is None:
             raise FuseLensError("open a model first (and let the passes run): there is nothing to run yet")
         name = self.host.currentData()
         if not name:
             raise FuseLensError("no Ascend host yet: Hosts… adds one (and tests it)")
-        spec = model.path if Path(model.path).exists() else model.name
-        selection = shlex.split(import_command(spec, pipeline.config))[5:]
         shapes = self.panel.shapes.text().strip()
-        words = [sys.executable, str(MAIN), "run", spec, *selection, "--backend", "npu", "--host", name,
-                 "--steps", str(self.panel.steps.value()), "--warmup", str(self.panel.warmup.value()),
-                 "--save", str(run_file)]
+        words = [sys.executable, str(MAIN), "run", self._spec(), *self._selection(), "--backend", "npu", "--host", name,
+                 "--steps", str(self.panel.steps.value()), "--warmup", str(self.panel.warmup.value())]
         for shape in filter(None, (s.strip() for s in shapes.split(";"))) if self.panel.shapes.isEnabled() else ():
             words += ["--input-shape", shape]
         return words
@@ -253,55 +332,61 @@ class RemoteRuns:
     def start(self) -> None:
         """The run on the chosen host, in a worker; nothing blocks the window."""
         panel = self.panel
-        folder = Path(tempfile.mkdtemp(prefix="fuselens-remote-"))
         try:
-            words = self.command(folder / "run.json")
+            words = self.command()
         except FuseLensError as e:
             panel.fail(str(e))
             return
+        pipeline, model = panel.session.pipeline, panel.session.model
+        original, fused = panel.session.graph("before"), panel.session.graph("after")
         self.log.clear()
         self.log.appendPlainText(f"$ fuselens {' '.join(shlex.quote(w) for w in words[2:])}")
-        panel.launch("the run on the Ascend host",
-                     lambda progress, cancelled: self._run(words, folder, progress, cancelled),
-                     self._finished, self._line)
+
+        def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> tuple[RunResult, Any, RunRecord]:
+            record, code, errors = self._run_child(words, progress, cancelled)
+            if code not in (0, 3) or record is None or not record.results.is_dir():
+                raise FuseLensError("\n".join(errors) or f"the run on the host failed (exit {code}); see the run log")
+            result = import_run_file(record.results, original, fused)
+            return result, check_npu_result(pipeline, record.results, result, model=model.name if model else ""), record
+
+        panel.launch("the run on the Ascend host", task, self._fetched, self._line)
         panel.progress.setRange(0, 100)
         panel.progress.setValue(0)
         panel.progress_label.setText(f"on {self.host.currentData()}: starting…")
 
-    def _run(self, words: list[str], folder: Path, progress: Callable[[str], None],
-             cancelled: Callable[[], bool]) -> tuple[RunResult, str]:
-        """The child's stderr streamed as progress; SIGTERM on cancel (the child then kills the host's run)."""
-        out = folder / "report.txt"
-        with open(out, "w") as report:
-            self._process = process = subprocess.Popen(
-                words, stdout=report, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        errors: list[str] = []
-        assert process.stderr is not None
+    def _run_child(self, words: list[str], progress: Callable[[str], None],
+                   cancelled: Callable[[], bool]) -> tuple[RunRecord | None, int, list[str]]:
+        """`fuselens run --host` in a child, its stderr streamed as progress, then its report (stdout) too;
+        SIGTERM on cancel (the child then kills the host's run). Its run record (from the history, by the id the
+        child announced), exit code and error lines."""
+        with tempfile.TemporaryFile("w+") as report:
+            process = subprocess.Popen(words, stdout=report, stderr=subprocess.PIPE, text=True,
+                                       stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            assert process.stderr is not None
 
-        def watch() -> None:
-            while process.poll() is None:
-                if cancelled():
-                    with contextlib.suppress(ProcessLookupError):
-                        process.send_signal(signal.SIGTERM)
-                    return
-                threading.Event().wait(0.1)
+            def watch() -> None:
+                while process.poll() is None:
+                    if cancelled():
+                        with contextlib.suppress(ProcessLookupError):
+                            process.send_signal(signal.SIGTERM)
+                        return
+                    threading.Event().wait(0.1)
 
-        threading.Thread(target=watch, daemon=True).start()
-        for line in process.stderr:
-            line = line.rstrip("\n")
-            if line.startswith("fuselens: error: "):
-                errors.append(line.removeprefix("fuselens: error: "))
-            progress(line)
-        code = process.wait()
-        self._process = None
-        if cancelled():
-            raise Cancelled()
-        text = out.read_text()
-        run_file = folder / "run.json"
-        if code not in (0, 3) or not run_file.exists():
-            raise FuseLensError("\n".join(errors) or f"the run on the host failed (exit {code}); see the run log")
-        return RunResult.load(run_file), text
+            threading.Thread(target=watch, daemon=True).start()
+            run_id, errors = None, []
+            for line in process.stderr:
+                line = line.rstrip("\n")
+                run_id = run_id or announced_run(line)
+                if errors or line.startswith("fuselens: error: "):  # an error's later lines belong to it
+                    errors.append(line.removeprefix("fuselens: error: "))
+                progress(line)
+            code = process.wait()
+            if cancelled():
+                raise Cancelled()
+            report.seek(0)
+            for line in report.read().splitlines():
+                progress(line)
+        return (RunHistory().get(run_id) if run_id else None), code, errors
 
     def _line(self, line: str) -> None:
         self.log.appendPlainText(line)
@@ -310,17 +395,6 @@ class RemoteRuns:
             self.panel.progress.setValue(int(value * 100))
         if line.strip():
             self.panel.progress_label.setText(line[:90])
-
-    def _finished(self, outcome: tuple[RunResult, str]) -> None:
-        result, report = outcome
-        panel = self.panel
-        panel.set_running(False)
-        self.log.appendPlainText(report)
-        name = self.host.currentData()
-        panel.progress_label.setText(f"done on {name}: predicted vs actual in the run log")
-        panel.status.showMessage(f"NPU run on {name} imported", 10000)
-        panel.show_result(result)
-        self.log.show()
 
 
 def install_remote_runs(panel: RunPanel) -> RemoteRuns:

@@ -110,6 +110,7 @@ class RunPanel(QWidget):
     backends_known = Signal(object)  # list[BackendStatus], emitted from the probe's thread
     result_shown = Signal(object)  # RunResult | None
     run_failed = Signal(str)
+    bundle_written = Signal(object)  # BundleReport
 
     def __init__(self, session: Session, selection: SelectionModel, workers: WorkerPool, status: QStatusBar,
                  views: Mapping[str, GraphView], parent: QWidget | None = None, *, fuse: HelperFuse | None = None):
@@ -471,20 +472,30 @@ class RunPanel(QWidget):
             raise FuseLensError(f"{path}: cannot write the image")
         return Path(path)
 
-    def export_npu_script(self, path: str, mode: str = "tf1") -> BundleReport:
+    def export_npu_script(self, path: str, mode: str = "tf1") -> None:
         """The NPU bundle (the folder `fuselens export-npu-script` writes), written by the window's TensorFlow
-        helper: its graphs are stripped for the host's TensorFlow, and TensorFlow stays out of this process."""
+        helper in a worker: its graphs are stripped for the host's TensorFlow, TensorFlow stays out of this
+        process and the window stays responsive; `bundle_written` says when it is there."""
         model, pipeline = self.session.model, self.session.pipeline
         if model is None or pipeline is None:
             raise FuseLensError("open a model first: the NPU bundle runs its original and fused graphs")
-        protect = model.path if Path(model.path).exists() else None
-        report = self.window().tensorflow.export_npu_bundle(
-            path, pipeline, model=model.name if model.name in SAMPLES else model.path, mode=mode,
-            input_shapes=parse_input_shapes(self.shapes.text()), steps=self.steps.value(),
-            warmup=self.warmup.value(), protect=protect)
+        helper = self.window().tensorflow
+        options = dict(model=model.name if model.name in SAMPLES else model.path, mode=mode,
+                       input_shapes=parse_input_shapes(self.shapes.text()), steps=self.steps.value(),
+                       warmup=self.warmup.value(), protect=model.path if Path(model.path).exists() else None)
+
+        def write(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> BundleReport:
+            progress(f"writing the NPU bundle to {path} (the TensorFlow helper strips its graphs for {mode})…")
+            return helper.export_npu_bundle(path, pipeline, **options)
+
+        self.workers.start("npu-bundle", f"writing the NPU bundle {Path(path).name}", write,
+                           on_finished=self._bundle_done, on_progress=lambda text: self.status.showMessage(text),
+                           on_error=lambda text: show_error(self, "Export NPU bundle failed", text, self.status))
+
+    def _bundle_done(self, report: BundleReport) -> None:
         self.status.showMessage(f"NPU bundle written to {report.folder}: run {report.driver.name} on the Ascend host",
                                 10000)
-        return report
+        self.bundle_written.emit(report)
 
     def _need_result(self) -> RunResult:
         if self.result is None:

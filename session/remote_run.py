@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shlex
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -94,6 +94,16 @@ class RunRecord:
         return Path(self.folder) / "results"
 
     @property
+    def can_reattach(self) -> bool:
+        """Its host may still be running it: nobody followed it to its end."""
+        return self.status in ("running", "detached") and bool(self.remote_folder)
+
+    @property
+    def can_fetch(self) -> bool:
+        """Results may be waiting on the host: not fetched yet, or only in part."""
+        return self.status in ("running", "detached", "incomplete") and bool(self.remote_folder)
+
+    @property
     def launched(self) -> Launched:
         return Launched(self.host, self.id, self.remote_folder)
 
@@ -138,8 +148,28 @@ def configuration_words(bundle: Path) -> list[str]:
     return shlex.split(command)[5:]
 
 
+def announce(record: RunRecord, host: Host) -> str:
+    """The first line a run on a host prints; the window reads the run's id back from it (`announced_run`)."""
+    return f"run {record.id}: {record.model} on {host.name} ({host.address}, {host.mode})"
+
+
+def announced_run(line: str) -> str | None:
+    match = re.match(r"run (\S+): ", line)
+    return match.group(1) if match else None
+
+
+def configuration_note(record: RunRecord, model: str, configuration: Sequence[str]) -> str:
+    """What a reopened run's prediction is when the open model or pass selection is not the one it ran with."""
+    if (record.model, list(record.configuration)) == (model, list(configuration)):
+        return ""
+    made = " ".join(record.configuration) or "the default passes"
+    shown = " ".join(configuration) or "the default passes"
+    return (f"this run was made for {record.model} with {made}; the prediction shown is {model}'s with {shown} "
+            "(open that model and selection for the run's own)")
+
+
 def run_bundle_on_host(record: RunRecord, host: Host, *, on_line: Callable[[str], None],
-                       cancelled: threading.Event | None = None, steps: int | None = None,
+                       cancelled: Callable[[], bool] | None = None, steps: int | None = None,
                        warmup: int | None = None, history: RunHistory | None = None) -> RunRecord:
     """Send record.folder/bundle to `host`, run it, follow its output, fetch results/ into record.folder.
     Every fault is a RemoteError worded for the user; the record in the history says where the run stands."""
@@ -147,14 +177,18 @@ def run_bundle_on_host(record: RunRecord, host: Host, *, on_line: Callable[[str]
     transport = transport_for(host)
     bundle = Path(record.folder) / "bundle"
     on_line(f"sending the bundle to {host.name} ({host.address}) ...")
-    launched = transport.launch(bundle, record.id, steps=steps, warmup=warmup)
+    try:
+        launched = transport.launch(bundle, record.id, steps=steps, warmup=warmup)
+    except RemoteError as e:
+        history.save(replace(record, status="failed", message=str(e)))
+        raise
     record = history.save(replace(record, remote_folder=launched.folder, status="running"))
     on_line(f"running in {launched.folder} on {host.name}")
     return follow_and_fetch(record, host, on_line=on_line, cancelled=cancelled, history=history)
 
 
 def follow_and_fetch(record: RunRecord, host: Host, *, on_line: Callable[[str], None],
-                     cancelled: threading.Event | None = None, history: RunHistory | None = None) -> RunRecord:
+                     cancelled: Callable[[], bool] | None = None, history: RunHistory | None = None) -> RunRecord:
     """Follow a launched run to its end (again, after a lost connection), then bring its results back."""
     history = history or RunHistory()
     transport = transport_for(host)
@@ -178,6 +212,32 @@ def follow_and_fetch(record: RunRecord, host: Host, *, on_line: Callable[[str], 
     record = replace(record, status="incomplete" if missing else "done", missing=missing,
                      message=("results incomplete: " + "; ".join(missing)) if missing else "")
     return history.save(record)
+
+
+def fetch_finished(record: RunRecord, host: Host, *, on_line: Callable[[str], None],
+                   history: RunHistory | None = None) -> RunRecord:
+    """Bring back the results of a run that ended on the host while nobody followed it; one still running is
+    refused (re-attaching follows it)."""
+    if _state_on_host(record, host) == "running":
+        raise RemoteError("running", f"run {record.id} is still running on {host.name}: re-attach to follow it "
+                                     "to its end")
+    return follow_and_fetch(record, host, on_line=on_line, history=history)
+
+
+def follow_again(record: RunRecord, host: Host, *, on_line: Callable[[str], None],
+                 cancelled: Callable[[], bool] | None = None, history: RunHistory | None = None) -> RunRecord:
+    """Re-attach: follow a run whose connection was lost to its end, then bring its results back."""
+    _state_on_host(record, host)
+    return follow_and_fetch(record, host, on_line=on_line, cancelled=cancelled, history=history)
+
+
+def _state_on_host(record: RunRecord, host: Host) -> str:
+    """'running', 'done N' or 'stopped'; a run whose folder is gone from the host is a RemoteError."""
+    state = transport_for(host).status(record.launched) if record.remote_folder else "missing"
+    if state == "missing":
+        raise RemoteError("missing", f"run {record.id}: its folder {record.remote_folder or '(never sent)'} is not "
+                                     f"on {host.name} (removed, or the host's work dir changed)")
+    return state
 
 
 def describe_checks(checks: Sequence[Any]) -> str:

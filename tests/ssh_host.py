@@ -54,19 +54,65 @@ def sshd_unavailable() -> str | None:
     return None
 
 
-def write_fake_ascend_host(folder: Path, *, msprof: bool = True) -> Path:
-    """The stub toolchain under `folder` and its set_env.sh (without the stub msprof on PATH when not `msprof`)."""
+BROKEN_ADAPTER = "raise RuntimeError('stub npu_bridge: aclInit failed (error 507033): the device is not ready')\n"
+
+
+def write_fake_ascend_host(folder: Path, *, msprof: bool = True, adapters: bool = True, broken: bool = False,
+                           dumps: bool = True) -> Path:
+    """The stub toolchain under `folder` and a set_env.sh for it; each fault asked for gets a set_env.sh of its own:
+    without the stub msprof on PATH, without the adapters on PYTHONPATH, with an npu_bridge that fails when a run
+    imports it, or with a toolchain that leaves no GE dumps."""
     write_stub_host(folder)
     (folder / "smi").mkdir(exist_ok=True)
     (folder / "smi" / "npu-smi").write_text(NPU_SMI)
     (folder / "smi" / "npu-smi").chmod(0o755)
+    if broken:
+        bad = folder / "broken_py" / "npu_bridge"
+        bad.mkdir(parents=True, exist_ok=True)
+        (bad / "__init__.py").write_text("")
+        (bad / "npu_init.py").write_text(BROKEN_ADAPTER)
     bins = [str(folder / "smi")] + ([str(folder / "bin")] if msprof else [])
     root = Path(__file__).resolve().parents[1]
-    script = folder / ("set_env.sh" if msprof else "no_msprof" / Path("set_env.sh"))
-    script.parent.mkdir(exist_ok=True)
-    script.write_text(f"export PATH={':'.join(bins)}:$PATH\nexport PYTHONPATH={folder / 'py'}:{root}\n"
-                      f"export FUSELENS_STUB_LOG={folder / 'log.jsonl'}\nexport TF_CPP_MIN_LOG_LEVEL=3\n")
+    paths = ([str(folder / "broken_py")] if broken else []) + ([str(folder / "py")] if adapters else []) + [str(root)]
+    faults = [name for name, on in (("no_msprof", not msprof), ("no_adapters", not adapters), ("broken", broken),
+                                    ("no_dumps", not dumps)) if on]
+    script = folder.joinpath(*faults, "set_env.sh")
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(f"export PATH={':'.join(bins)}:$PATH\nexport PYTHONPATH={':'.join(paths)}\n"
+                      f"export FUSELENS_STUB_LOG={folder / 'log.jsonl'}\nexport TF_CPP_MIN_LOG_LEVEL=3\n"
+                      + ("" if dumps else "export FUSELENS_STUB_NO_DUMPS=1\n"))
     return script
+
+
+# A stand-in for the bundle's driver, fast (no TensorFlow): by its `mode` file it fails, runs slowly (with a side
+# process, as the real driver's are), or, after FAKE_SLEEP seconds, puts the results folder the bundle carries in
+# `prepared/` (written from FuseLens's own graphs by the test) where the driver puts its results.
+FAKE_DRIVER = '''import os, shutil, subprocess, sys, time
+mode = open("mode").read().strip()
+print("== original: fake", flush=True)
+if mode == "fail":
+    print("Traceback: the adapter refused the graph", file=sys.stderr)
+    sys.exit(4)
+if mode == "slow":
+    subprocess.Popen(["sleep", "300"])
+    time.sleep(float(os.environ.get("FAKE_SLEEP", "300")))
+if mode == "prepared":
+    time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
+    print("== fused: fake", flush=True)
+    shutil.copytree("prepared", "results")
+else:
+    os.makedirs("results/original", exist_ok=True)
+    open("results/original/run.json", "w").write("{}")
+print("done: bring back results", flush=True)
+'''
+
+
+def fake_bundle(folder: Path, mode: str) -> Path:
+    """A bundle folder whose driver is FAKE_DRIVER in `mode` (for "prepared", fill `folder/prepared` first)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "run_on_npu.py").write_text(FAKE_DRIVER)
+    (folder / "mode").write_text(mode)
+    return folder
 
 
 def _keygen(path: Path) -> Path:

@@ -183,10 +183,32 @@ class Transport:
         lines = ["set +e"] + ([f"{self.host.setup}"] if setup and self.host.setup else []) + [script]
         return "\n".join(lines)
 
+    def prepare(self) -> None:
+        """Make the work folder and check, after the set-up line, that the host's Python runs and finds the TF
+        adapter (found, not imported: importing it loads TensorFlow), so a run that cannot start says why before
+        anything is sent."""
+        host = self.host
+        adapter, python = ADAPTERS[host.mode], _q(host.python)
+        find = f"import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('{adapter}') else 5)"
+        done = self.run_script(self._with_setup(
+            f"mkdir -p {_q(host.work_dir)}\ncommand -v {python} >/dev/null 2>&1 || {{ echo @@nopython; exit 0; }}\n"
+            f"{python} -c {_q(find)} >/dev/null 2>&1 || echo @@noadapter"))
+        setup = setup_name(host)
+        if "@@nopython" in done.stdout:
+            raise RemoteError("python", f"{host.name}: the remote Python `{host.python}` is not found after {setup}: "
+                                        "set Remote Python in the host's settings (`fuselens hosts add ... --python`) "
+                                        f"to the Python that has TensorFlow and {adapter}")
+        if "@@noadapter" in done.stdout:
+            other = ", ".join(f"{mode} ({name})" for mode, name in ADAPTERS.items() if mode != host.mode)
+            raise RemoteError("adapter", f"{host.name}: {host.python} cannot find the TF adapter {adapter} (mode "
+                                         f"{host.mode}) after {setup}: install Ascend's TensorFlow adapter for that "
+                                         f"Python, or set the host's mode to the adapter it has: {other}")
+
     def launch(self, bundle: Path, run_id: str, *, steps: int | None = None, warmup: int | None = None) -> Launched:
-        """Copy `bundle` to WORK/<run id>/ and start its driver there, detached from this connection."""
+        """Check the host can run it (`prepare`), copy `bundle` to WORK/<run id>/ and start its driver there,
+        detached from this connection."""
         folder = self.work_folder(run_id)
-        self.run_script(f"mkdir -p {_q(self.host.work_dir)}")
+        self.prepare()
         self.put(bundle, folder)
         args = [self.host.python, "-u", DRIVER, "--python", self.host.python, "--overwrite"]
         args += ["--steps", str(steps)] if steps is not None else []
@@ -202,9 +224,9 @@ class Transport:
         return Launched(self.host.name, run_id, folder)
 
     def follow(self, run: Launched, on_line: Callable[[str], None],
-               cancelled: threading.Event | None = None) -> int:
+               cancelled: Callable[[], bool] | None = None) -> int:
         """Stream run.log until the run ends; its exit code. A lost link raises RemoteError("lost", ...)
-        and leaves the run going; `cancelled` set stops following (the caller then cancels)."""
+        and leaves the run going; `cancelled()` true stops following (-1; the caller then cancels)."""
         folder = _q(run.folder)
         script = (f"cd {folder} || exit 3\nfor i in $(seq 100); do [ -s .pid ] && break; sleep 0.1; done\n"
                   "pid=$(cat .pid); tail -n +1 -f run.log & t=$!\n"
@@ -218,28 +240,32 @@ class Transport:
         if cancelled is not None:
             def watch() -> None:
                 while not stop.wait(0.1):
-                    if cancelled.is_set():  # the whole group: a local shell's `tail` holds the pipe too
+                    if cancelled():  # the whole group: a local shell's `tail` holds the pipe too
                         with contextlib.suppress(ProcessLookupError):
                             os.killpg(process.pid, signal.SIGTERM)
                         return
             threading.Thread(target=watch, daemon=True).start()
         code: int | None = None
+        ended = ""  # what .exit says: an exit code, "cancelled", or "lost" when there is none
         assert process.stdout is not None and process.stderr is not None
         try:
             for line in process.stdout:
                 line = line.rstrip("\n")
                 if line.startswith("@@exit "):
-                    value = line.split(" ", 1)[1]
-                    code = int(value) if value.lstrip("-").isdigit() else None
+                    ended = line.split(" ", 1)[1]
+                    code = int(ended) if ended.lstrip("-").isdigit() else None
                     continue
                 on_line(line)
             stderr = process.stderr.read()
             process.wait()
         finally:
             stop.set()
-        if cancelled is not None and cancelled.is_set():
+        if cancelled is not None and cancelled():
             return -1
         self.check_link(process.returncode, stderr, lost=True)
+        if ended == "cancelled":
+            raise RemoteError("cancelled", f"{self.host.name}: the run in {run.folder} was cancelled (its processes "
+                                           "were killed); it left no results")
         if code is None:
             raise RemoteError("stopped", f"{self.host.name}: the run in {run.folder} ended without an exit code "
                                          "(killed on the host?)")
@@ -308,8 +334,7 @@ def parse_test(stdout: str, host: Host) -> list[Check]:
             sections[current] = [rest] if rest else []
         elif current:
             sections[current].append(line)
-    sourced = re.search(r"(?:^|[;&\s])(?:source|\.)\s+(\S+)", host.setup or "")
-    setup_name = os.path.basename(sourced.group(1)) if sourced else "the set-up line"
+    setup = setup_name(host)
 
     def body(key: str) -> tuple[bool, str]:
         lines = sections.get(key, [])
@@ -325,17 +350,23 @@ def parse_test(stdout: str, host: Host) -> list[Check]:
     ok, text = body("adapter")
     adapter = ADAPTERS[host.mode]
     checks.append(Check(f"{adapter} imports", ok, f"import {adapter}: ok" if ok else
-                        f"{host.python} cannot import {adapter} after {setup_name}: {text or 'no module'}"))
+                        f"{host.python} cannot import {adapter} after {setup}: {text or 'no module'}"))
     ok, text = body("msprof")
-    checks.append(Check("msprof on PATH", ok, text if ok else f"msprof not found on PATH after {setup_name}"))
+    checks.append(Check("msprof on PATH", ok, text if ok else f"msprof not found on PATH after {setup}"))
     ok, text = body("npu")
     count = len(set(re.findall(r"^\|\s*(\d+)\s+\S+\s*\|\s*[A-Za-z]+\s*\|", "\n".join(sections.get("npu", [])),
                                flags=re.M)))
     checks.append(Check("NPUs (npu-smi info)", ok and count > 0,
                         f"{count} NPU(s)" if ok and count else
-                        f"npu-smi info did not run after {setup_name}: {text[-200:]}" if not ok else
+                        f"npu-smi info did not run after {setup}: {text[-200:]}" if not ok else
                         "npu-smi info lists no NPU"))
     return checks
+
+
+def setup_name(host: Host) -> str:
+    """The set-up line as a message names it: the script it sources ("set_env.sh"), else "the set-up line"."""
+    sourced = re.search(r"(?:^|[;&\s])(?:source|\.)\s+(\S+)", host.setup or "")
+    return os.path.basename(sourced.group(1)) if sourced else "the set-up line"
 
 
 def _q(text: str) -> str:

@@ -5,42 +5,38 @@ bundle's two TensorFlow side processes each; the fault tests run a small fake dr
 from __future__ import annotations
 
 import subprocess
+import sys
 import threading
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from cli import main as cli_main
 from core.runtime.remote import LOCAL, Host, RemoteError, transport_for
-from session.remote_run import HostStore, RunHistory
-from tests.ssh_host import sshd_unavailable, write_fake_ascend_host
+from passes.registry import run_pipeline
+from session.remote_run import HostStore, RunHistory, new_record
+from tests.npu_artifacts import GE_ONLY_PASS
+from tests.sessions.test_npu_check import write_bundle_results
+from tests.ssh_host import fake_bundle, sshd_unavailable, write_fake_ascend_host
 
 REASON = sshd_unavailable()
 needs_sshd = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 pytestmark = pytest.mark.usefixtures("own_fuselens_dirs")
 
-FAKE_DRIVER = '''import os, subprocess, sys, time
-mode = open("mode").read().strip()
-print("== original: fake", flush=True)
-if mode == "fail":
-    print("Traceback: the adapter refused the graph", file=sys.stderr)
-    sys.exit(4)
-if mode == "slow":
-    subprocess.Popen(["sleep", "300"])  # a side process of the run, as the driver's are
-    time.sleep(float(os.environ.get("FAKE_SLEEP", "300")))
-os.makedirs("results/original", exist_ok=True)
-open("results/original/run.json", "w").write("{}")
-print("done: bring back results", flush=True)
-'''
+def local_host(tmp_path: Path, name: str = "here", **faults: bool) -> Host:
+    """This machine as an Ascend host, with the stub toolchain (and the faults asked for) behind its set-up line."""
+    setup = write_fake_ascend_host(tmp_path / "ascend", **faults)
+    return Host(name, LOCAL, work_dir=str(tmp_path / "work"), setup=f"source {setup}", python=sys.executable)
 
 
-
-
-def fake_bundle(folder: Path, mode: str) -> Path:
-    folder.mkdir(parents=True)
-    (folder / "run_on_npu.py").write_text(FAKE_DRIVER)
-    (folder / "mode").write_text(mode)
-    return folder
+def run_on(host: Host, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """`fuselens run abs_relu_exp --backend npu --host NAME` (2 steps): its exit code, stdout and stderr."""
+    HostStore().put(host)
+    code = cli_main(["run", "abs_relu_exp", "--backend", "npu", "--host", host.name, "--steps", "2", "--warmup", "1"])
+    out, err = capsys.readouterr()  # (an exception of FuseLens's own would have left cli_main, not returned)
+    return code, out, err
 
 
 def run_group(folder: str) -> list[str]:
@@ -79,8 +75,7 @@ def test_cli_remote_run_over_ssh_ends_with_the_imported_results(sshd, tmp_path, 
 
 def test_this_machine_runs_the_same_flow_without_ssh(tmp_path, capsys):
     setup = write_fake_ascend_host(tmp_path / "ascend")
-    host = Host("here", LOCAL, work_dir=str(tmp_path / "work"), setup=f"source {setup}",
-                python=__import__("sys").executable)
+    host = Host("here", LOCAL, work_dir=str(tmp_path / "work"), setup=f"source {setup}", python=sys.executable)
     assert all(c.ok for c in transport_for(host).test())
     full_run(host, capsys)
 
@@ -109,7 +104,7 @@ def test_an_unreachable_host_is_worded(sshd, capsys):
 
 @needs_sshd
 def test_cancel_mid_run_leaves_no_remote_process(sshd, tmp_path):
-    host = sshd.host("loop", "")
+    host = sshd.host("loop", f"source {write_fake_ascend_host(tmp_path / 'ascend')}")
     transport = transport_for(host)
     run = transport.launch(fake_bundle(tmp_path / "slow-bundle", "slow"), "slowrun-cancel")
     cancelled = threading.Event()
@@ -120,7 +115,7 @@ def test_cancel_mid_run_leaves_no_remote_process(sshd, tmp_path):
         lines.append(line)
         cancelled.set()  # cancel as soon as the run says anything
 
-    follower = threading.Thread(target=lambda: outcome.append(transport.follow(run, on_line, cancelled)))
+    follower = threading.Thread(target=lambda: outcome.append(transport.follow(run, on_line, cancelled.is_set)))
     follower.start()
     follower.join(30)
     assert outcome == [-1] and lines[0] == "== original: fake"
@@ -132,7 +127,7 @@ def test_cancel_mid_run_leaves_no_remote_process(sshd, tmp_path):
 
 @needs_sshd
 def test_a_lost_connection_leaves_the_run_going_and_it_can_be_reattached(sshd, tmp_path, monkeypatch):
-    host = sshd.host("loop", "export FAKE_SLEEP=2")
+    host = sshd.host("loop", f"source {write_fake_ascend_host(tmp_path / 'ascend')}; export FAKE_SLEEP=2")
     transport = transport_for(host)
     run = transport.launch(fake_bundle(tmp_path / "lost-bundle", "slow"), "lostrun")
     killed: list[int] = []
@@ -154,8 +149,7 @@ def test_a_lost_connection_leaves_the_run_going_and_it_can_be_reattached(sshd, t
 
 
 def test_a_failed_run_shows_its_stderr_tail_and_incomplete_results_name_what_is_missing(tmp_path):
-    host = Host("here", LOCAL, work_dir=str(tmp_path / "work"), setup="")
-    transport = transport_for(host)
+    transport = transport_for(local_host(tmp_path))
     run = transport.launch(fake_bundle(tmp_path / "failing", "fail"), "failing")
     assert transport.follow(run, lambda line: None) == 4
     assert "the adapter refused the graph" in transport.log_tail(run)
@@ -173,3 +167,69 @@ def test_a_host_needs_a_valid_address_and_mode():
         Host("x", "a b")
     with pytest.raises(Exception, match="mode"):
         Host("x", LOCAL, mode="tf3")
+
+
+@needs_sshd
+def test_a_missing_remote_python_is_worded_before_anything_is_sent(sshd, tmp_path, capsys):
+    host = replace(sshd.host("nopython", f"source {write_fake_ascend_host(tmp_path / 'ascend')}"), python="python3.99")
+    code, _, err = run_on(host, capsys)
+    assert code == 2
+    assert "nopython: the remote Python `python3.99` is not found after set_env.sh: set Remote Python" in err
+    [record] = RunHistory().all()
+    assert record.status == "failed" and "python3.99" in record.message
+    assert not Path(host.work_dir, record.id).exists()  # nothing was sent
+
+
+def test_a_missing_tf_adapter_is_worded_before_anything_is_sent(tmp_path, capsys):
+    host = local_host(tmp_path, adapters=False)
+    code, _, err = run_on(host, capsys)
+    assert code == 2 and "cannot find the TF adapter npu_bridge (mode tf1) after set_env.sh" in err
+    assert "tf2-compat (npu_device)" in err  # the other mode is named
+    [record] = RunHistory().all()
+    assert record.status == "failed" and not Path(host.work_dir, record.id).exists()
+
+
+def test_a_failing_run_shows_the_tail_of_its_output(tmp_path, capsys):
+    code, _, err = run_on(local_host(tmp_path, broken=True), capsys)
+    assert code == 2 and "the run on here failed (exit code 1); its output ends:" in err
+    assert "aclInit failed (error 507033): the device is not ready" in err  # the adapter's own words
+    [record] = RunHistory().all()
+    assert record.status == "failed" and not record.results.exists()
+
+
+@needs_sshd
+def test_incomplete_results_name_what_is_missing_and_show_what_arrived(sshd, tmp_path, capsys):
+    host = sshd.host("nodumps", f"source {write_fake_ascend_host(tmp_path / 'ascend', dumps=False)}")
+    code, out, err = run_on(host, capsys)
+    assert code == 3
+    assert "results incomplete: original: GE graph dumps" in err and "results incomplete: fused: GE graph dumps" in err
+    assert "Predicted vs actual for abs_relu_exp (evidence: fusion_op, fusion_result, profile)" in out  # what arrived
+    [record] = RunHistory().all()
+    assert record.status == "incomplete" and record.missing == ["original: GE graph dumps", "fused: GE graph dumps"]
+    assert not list(record.results.parent.glob(".results.*"))
+
+
+def test_runs_fetch_refuses_a_run_still_going_and_brings_back_a_finished_one(tmp_path, capsys, load_sample):
+    host = local_host(tmp_path)
+    HostStore().put(host)
+    transport = transport_for(host)
+    record = new_record("abs_relu_exp", host, [])
+    launched = transport.launch(fake_bundle(tmp_path / "bundle", "slow"), record.id)
+    RunHistory().save(replace(record, remote_folder=launched.folder, status="detached"))
+    assert cli_main(["runs", "fetch", record.id]) == 2
+    assert f"run {record.id} is still running on here: re-attach" in capsys.readouterr().err
+    transport.cancel(launched)
+    assert cli_main(["runs", "fetch", record.id]) == 2
+    assert "was cancelled (its processes were killed); it left no results" in capsys.readouterr().err
+
+    bundle = fake_bundle(tmp_path / "finished", "prepared")  # ended on the host while nobody followed it
+    write_bundle_results(bundle / "prepared", run_pipeline(load_sample("abs_relu_exp")), {GE_ONLY_PASS: (2, 2)})
+    record = new_record("abs_relu_exp", host, [])
+    launched = transport.launch(bundle, record.id)
+    RunHistory().save(replace(record, remote_folder=launched.folder, status="detached"))
+    deadline = time.monotonic() + 30
+    while transport.status(launched) != "done 0" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert cli_main(["runs", "fetch", record.id]) == 0
+    assert "Predicted vs actual for abs_relu_exp" in capsys.readouterr().out
+    assert RunHistory().get(record.id).status == "done" and (record.results / "fused").is_dir()

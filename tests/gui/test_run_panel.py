@@ -140,16 +140,20 @@ def test_a_bad_profile_is_an_error_not_a_crash(qtbot, panel, tmp_path, dialogs):
     assert dialogs[-1][1] == "Import failed" and str(path) in dialogs[-1][2] and panel.result is None
 
 
-def test_npu_bundle_export_is_written_by_the_tensorflow_helper(panel, tmp_path, monkeypatch):
+def test_npu_bundle_export_is_written_by_the_tensorflow_helper(qtbot, panel, tmp_path, monkeypatch):
     """The same bundle as `fuselens export-npu-script`; its graphs are stripped with TensorFlow, so the
-    window's helper writes it: doing it in this process would fail here."""
+    window's helper writes it (doing it in this process would fail here), in a worker: the call returns at once."""
     from core.runtime import npu_bundle
 
     def not_here(*args, **kwargs):
         raise AssertionError("the window's own process stripped a graph with TensorFlow")
 
     monkeypatch.setattr(npu_bundle, "for_target", not_here)
-    report = panel.export_npu_script(str(tmp_path / "npu_bundle"), "tf2-compat")
+    with qtbot.waitSignal(panel.bundle_written, timeout=RUN_MS) as written:
+        panel.export_npu_script(str(tmp_path / "npu_bundle"), "tf2-compat")
+        assert panel.window().workers.busy()  # returned while the helper writes
+    report = written.args[0]
+    assert "NPU bundle written to" in panel.window().statusBar().currentMessage()
     spec = json.loads((report.folder / "bundle.json").read_text())
     assert spec["model"] == "abs_relu_exp" and spec["mode"] == "tf2-compat"
     assert spec["sides"]["fused"]["autofuse_flags"] == "--enable_autofuse=true"

@@ -3,9 +3,13 @@ fused side: AMCT folded them before GE, so FE having nothing left to fold is agr
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
 
 from core.runtime.profile_import import import_run_file
+from core.runtime.remote import missing_results
 from passes.registry import run_pipeline
 from session.npu_check import AGREED, DIFFERENT, EXTRA, MISSING, check_imported, check_rows
 from tests.npu_artifacts import GE_ONLY_PASS, write_npu_run
@@ -26,9 +30,17 @@ def ledger_row(report, name="ConvBatchnormFusionPass"):
 
 
 def write_bundle_results(root, pipeline, fe_ledger):
-    """results/ as a bundle brings it back: the fused side is the graph AMCT folded, so FE's ledger is `fe_ledger`."""
-    write_npu_run(root / "original", pipeline, toolchain_fuses=False, ledger={GE_ONLY_PASS: (2, 2)})
-    write_npu_run(root / "fused", pipeline, ledger=fe_ledger)
+    """results/ laid out as a bundle's driver brings it back (complete); the original side is the model unfused, the
+    fused side is AMCT's folded graph, so FE's ledger there is `fe_ledger`."""
+    for side, fuses, ledger in (("original", False, {GE_ONLY_PASS: (2, 2)}), ("fused", True, fe_ledger)):
+        folder = write_npu_run(root / side, pipeline, toolchain_fuses=fuses, ledger=ledger)
+        (folder / "dumps").rename(folder / "ge_dumps")
+        (folder / "profiling").mkdir()
+        for prof in folder.glob("PROF_*"):
+            prof.rename(folder / "profiling" / prof.name)
+        (folder / "run.json").write_text(json.dumps({"side": side, "steps": 3}))
+        np.savez(folder / "outputs.npz", **{"0": np.zeros(2)})
+    assert missing_results(root) == []
     return root
 
 
