@@ -90,7 +90,7 @@ def _build_menus(window: MainWindow) -> None:
     file_menu.addAction(window.export_lesson_action)
     file_menu.addSeparator()
     file_menu.addAction(make_action(window, "Quit", window.close, QKeySequence.StandardKey.Quit))
-    view_menu = window.menuBar().addMenu("&View")
+    window.view_menu = view_menu = window.menuBar().addMenu("&View")
     view_menu.addActions([window.fit_action, window.find_action, window.prev_action, window.next_action,
                           window.prev_miss_action, window.next_miss_action])
 

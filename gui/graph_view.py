@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
@@ -45,6 +45,20 @@ BUILD_SLICE_S = 0.015  # GUI-thread time per slice of scene items
 READABLE_ZOOM = 0.85  # the first view of a big graph: labels and shapes legible
 MIN_FOCUS_ZOOM = 0.7  # centring on a selection never zooms out further than this
 FRAME_Z = -100  # open boxes lie under the edges (z 0) and boxes (z 1); deeper ones above outer ones
+
+
+@dataclass(frozen=True)
+class Look:
+    """How boxes are painted: fill and border per op category, border width, background. Presentation
+    mode sets a plain high-contrast one (GraphView.set_look); both panes share it."""
+
+    fills: Mapping[str, str]
+    borders: Mapping[str, str]
+    border_width: float
+    background: str
+
+
+NORMAL_LOOK = Look(PALETTE, BORDER, 1.2, "#fbfbfa")
 
 
 class _Fonts:
@@ -84,6 +98,8 @@ class NodeItem(QGraphicsItem):
         self.hit = False
         self.heat: QColor | None = None
 
+    look = NORMAL_LOOK
+
     def boundingRect(self) -> QRectF:
         return self.rect.adjusted(-4, -4, 4, 4)
 
@@ -93,12 +109,12 @@ class NodeItem(QGraphicsItem):
         if self.status in DIFF_COLOURS:
             fill, border = DIFF_COLOURS[self.status]
             return QColor(fill), QColor(border)
-        return QColor(PALETTE[self.node.category]), QColor(BORDER[self.node.category])
+        return QColor(self.look.fills[self.node.category]), QColor(self.look.borders[self.node.category])
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
         lod = option.levelOfDetailFromTransform(painter.worldTransform())
         fill, border = self.colours()
-        width = 1.2
+        width = self.look.border_width
         if self.selected:
             border, width = SELECTED, 3.5
         elif self.hit:
@@ -236,7 +252,7 @@ class GraphView(QGraphicsView):
         self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
         self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.SmartViewportUpdate)
         self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontSavePainterState, True)
-        self.setBackgroundBrush(QColor("#fbfbfa"))
+        self.setBackgroundBrush(QColor(NodeItem.look.background))
         self.layout_: Layout | None = None
         self.items_by_key: dict[str, NodeItem] = {}  # boxes that draw graph nodes
         self.frame_items: dict[str, NodeItem] = {}  # frames of scopes opened in place (they draw no node)
@@ -462,6 +478,12 @@ class GraphView(QGraphicsView):
 
     def zoom_level(self) -> float:
         return self.transform().m11()
+
+    def set_look(self, look: Look) -> None:
+        """Paint boxes (in every view: both panes share the look) and this view's background this way."""
+        NodeItem.look = look
+        self.setBackgroundBrush(QColor(look.background))
+        self.viewport().update()
 
     def wheelEvent(self, event) -> None:
         self.zoom(1.0015 ** event.angleDelta().y())

@@ -32,6 +32,7 @@ from gui.match_list import MatchList
 from gui.overlay import WhyNotOverlay
 from gui.pane import Pane, diff_status
 from gui.pass_panel import PassPanel
+from gui.presentation import install_presentation
 from gui.properties import FusedBodyDialog, PropertiesPanel
 from gui.run_panel import install_run_panel
 from gui.search import SearchHits
@@ -78,6 +79,7 @@ class MainWindow(QMainWindow):
         self.run_panel = install_run_panel(self)  # the Run & profile dock, Run menu and toolbar action
         self.debug_tools = install_debug_tools(self)  # skip boxes, layerwise errors, bisect, compare
         self.stages_panel = install_stages_panel(self)  # the toolchain's own graph dumps, stage by stage
+        self.presentation = install_presentation(self)  # View > Presentation (F11): full screen, large, keys
 
     # ---- construction ---------------------------------------------------------------------------
     def _connect(self) -> None:

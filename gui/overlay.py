@@ -47,7 +47,7 @@ class WhyNotOverlay:
         self.label_points = 10.5  # presentation mode sets it larger
         self._items: list[QGraphicsItem] = []
         self._reveal_pending = False  # shown while the pane was being rebuilt: scroll to it once drawn
-        view.built.connect(self._redraw)
+        view.built.connect(self.redraw)
 
     def show(self, miss: NearMiss, to_drawn: Callable[[Iterable[str]], Iterable[str]] | None = None) -> None:
         """Draw `miss`; `to_drawn` maps the names its pass saw to names the view's graph has (an earlier
@@ -55,7 +55,7 @@ class WhyNotOverlay:
         self.miss = miss
         self.to_drawn = to_drawn or (lambda names: names)
         self._reveal_pending = True
-        self._redraw()
+        self.redraw()
 
     def clear(self) -> None:
         self.miss = None
@@ -75,7 +75,8 @@ class WhyNotOverlay:
         self._items, self.label = [], None
         self.bound_keys, self.culprit_keys, self.culprit_edge = [], [], None
 
-    def _redraw(self) -> None:
+    def redraw(self) -> None:
+        """Draw the near miss again (a new scene, a new label size); nothing when none is shown."""
         self._remove()
         miss = self.miss
         if miss is None or self.view.building or not self.view.items_by_key:
