@@ -77,6 +77,12 @@ def _build_menus(window: MainWindow) -> None:
     window.export_lesson_action = make_action(window, "Export lesson…", lambda: save_dialog(
         window, "Export a lesson", "lesson.html", "Lesson (*.html *.md)", window.export_lesson, status),
         tip="Every match drawn before/after and explained with its numbers, in one page that opens offline")
+    window.export_lesson_selected_action = make_action(
+        window, "Export lesson of the selected matches…", lambda: _export_selected_lesson(window),
+        tip="Only the matches selected in the match list (Ctrl+click or Shift+click to choose several)")
+    window.export_lesson_selected_action.setEnabled(False)
+    window.match_list.itemSelectionChanged.connect(lambda: window.export_lesson_selected_action.setEnabled(
+        bool(window.match_list.selected_match_ids())))
 
     file_menu = window.menuBar().addMenu("&File")
     window.open_dumps_action = make_action(window, "Open GE dump folder…", lambda: window.stages_panel.open_dialog(),
@@ -87,7 +93,7 @@ def _build_menus(window: MainWindow) -> None:
     export_menu = file_menu.addMenu("Export")
     export_menu.addActions([window.export_svg_action, window.export_png_action, window.export_pb_action,
                             window.export_report_action])
-    file_menu.addAction(window.export_lesson_action)
+    file_menu.addActions([window.export_lesson_action, window.export_lesson_selected_action])
     file_menu.addSeparator()
     file_menu.addAction(make_action(window, "Quit", window.close, QKeySequence.StandardKey.Quit))
     window.view_menu = view_menu = window.menuBar().addMenu("&View")
@@ -108,3 +114,13 @@ def _build_menus(window: MainWindow) -> None:
     window.search, window.search_status = search_box(window)
     toolbar.addWidget(window.search)
     toolbar.addWidget(window.search_status)
+
+
+def _export_selected_lesson(window: MainWindow) -> None:
+    """A lesson of the matches selected in the match list (the list may have changed since the menu was built)."""
+    chosen = window.match_list.selected_match_ids()
+    if not chosen:
+        window.statusBar().showMessage("Select matches in the match list first (Ctrl+click, Shift+click)", 5000)
+        return
+    save_dialog(window, f"Export a lesson of {len(chosen)} matches", "lesson.html", "Lesson (*.html *.md)",
+                lambda path: window.export_lesson(path, chosen), window.statusBar())

@@ -367,10 +367,11 @@ class MainWindow(QMainWindow):
         super().closeEvent(event)
 
     # ---- exports ------------------------------------------------------------------------------------
-    def export_lesson(self, path: str) -> None:
-        """In a worker: each match's neighbourhood is laid out with dot, seconds on a big model."""
+    def export_lesson(self, path: str, match_ids: list[str] | None = None) -> None:
+        """In a worker: each match's neighbourhood is laid out with dot, seconds on a big model. Every match,
+        or those of `match_ids` (the ones selected in the match list)."""
         self.workers.start(
-            "lesson", "lesson export", lambda _progress, _cancelled: self.session.export_lesson(path),
+            "lesson", "lesson export", lambda _progress, _cancelled: self.session.export_lesson(path, match_ids),
             on_finished=lambda written: self.statusBar().showMessage(f"Lesson written to {written}", 10000),
             on_error=lambda text: show_error(self, "Export a lesson failed", text, self.statusBar()))
 

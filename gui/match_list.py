@@ -43,6 +43,7 @@ class MatchList(QTreeWidget):
         self.header().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         self.setUniformRowHeights(True)
         self.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.setSelectionMode(QTreeWidget.SelectionMode.ExtendedSelection)  # Ctrl/Shift-click: a lesson's subset
         self.records: list[QTreeWidgetItem] = []  # in stepping order
         self.prefix = ""  # the model's root scope, left out of labels (`mobilenetv2_1.00_224_1/`)
         self.currentItemChanged.connect(self._on_current)
@@ -121,6 +122,12 @@ class MatchList(QTreeWidget):
             return self.match_items().get(record.id)
         return next((item for item in self.records if isinstance(r := item.data(0, ITEM_ROLE), NearMiss)
                      and (r.pass_id, r.anchor) == (record.pass_id, record.anchor)), None)
+
+    def selected_match_ids(self) -> list[str]:
+        """Ids of the fused matches selected in the list (Ctrl/Shift-click), in list order; skipped ones are
+        not fused, so they are left out."""
+        return [match_id for match_id, item in self.match_items().items()
+                if item.isSelected() and item.checkState(0) == Qt.CheckState.Checked]
 
     def select_match(self, match_id: str) -> bool:
         """Make a match current (its nodes are selected in both panes); False when it is not listed."""
