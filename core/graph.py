@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import heapq
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 FORWARDING_OPS = frozenset({"Identity", "Snapshot", "StopGradient"})
 # Ops whose back edges legitimately close a cycle (TF1 while loops).
 LOOP_BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
+# Constants up to this size are decoded once per graph (Graph.const_value).
+CACHED_CONST_BYTES = 16 << 10
 # Nodes that are never a model output even when nothing consumes them.
 NON_OUTPUT_OPS = frozenset({"NoOp", "Const", "Assert", "VarHandleOp", "SaveV2", "RestoreV2"})
 
@@ -71,7 +74,7 @@ def topological_sort(keys: Iterable[K], edges: Iterable[tuple[K, K]]) -> list[K]
     return order
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class TensorRef:
     """One input string of a NodeDef: `name`, `name:port` or `^name` (control)."""
 
@@ -82,11 +85,11 @@ class TensorRef:
     @classmethod
     def parse(cls, text: str) -> TensorRef:
         if text.startswith("^"):
-            return cls(text[1:], 0, True)
+            return cls(sys.intern(text[1:]), 0, True)
         name, sep, port = text.rpartition(":")
         if sep and port.isdigit():
-            return cls(name, int(port))
-        return cls(text, 0)
+            return cls(sys.intern(name), int(port))
+        return cls(sys.intern(text), 0)
 
     def __str__(self) -> str:
         if self.control:
@@ -94,7 +97,7 @@ class TensorRef:
         return self.node if self.port == 0 else f"{self.node}:{self.port}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Consumer:
     """A data edge seen from its producer: `node` reads the tensor at input slot `index`."""
 
@@ -104,35 +107,94 @@ class Consumer:
 
 
 class Graph:
-    """A GraphDef plus indexes. Treat as immutable; use `editor()` to derive a new graph."""
+    """A GraphDef plus indexes. Treat as immutable; use `editor()` to derive a new graph.
+
+    A graph a pass built shares every NodeDef it did not change with the graph it came from (no
+    copy per pass), and writes its GraphDef only when asked (`graph_def`; `to_bytes()` serializes
+    without it).
+    """
 
     def __init__(self, graph_def: proto.GraphDef, *, source: str = "<graph>", validate: bool = True):
-        self.graph_def = graph_def
-        self.source = source
+        self._graph_def: proto.GraphDef | None = graph_def
+        self._index(graph_def.node, graph_def.library, graph_def.versions, source, validate)
+
+    @classmethod
+    def _assembled(cls, nodes: Iterable[proto.NodeDef], library: proto.FunctionDefLibrary, versions: Any, source: str,
+                   validate: bool, kept: Graph, changed: Collection[str]) -> Graph:
+        """A graph of these NodeDefs, with no GraphDef until one is asked for, that shares what it can
+        with `kept`, the graph it was edited from: the parsed inputs of every node not in `changed`
+        (changed, added or removed), and the reader lists of every producer those nodes do not read."""
+        graph = cls.__new__(cls)
+        graph._graph_def = None
+        graph._index(nodes, library, versions, source, validate, kept, changed)
+        return graph
+
+    def _index(self, nodes: Iterable[proto.NodeDef], library: proto.FunctionDefLibrary, versions: Any, source: str,
+               validate: bool, kept: Graph | None = None, changed: Collection[str] = ()) -> None:
+        self.library, self.versions, self.source = library, versions, source
         self.nodes: dict[str, proto.NodeDef] = {}
         duplicates: list[str] = []
-        for node in graph_def.node:
-            if node.name in self.nodes:
-                duplicates.append(node.name)
-            self.nodes[node.name] = node
+        for node in nodes:
+            name = sys.intern(node.name)  # one string per name, however many edges name it
+            if name in self.nodes:
+                duplicates.append(name)
+            self.nodes[name] = node
+        parsed = {} if kept is None else {name: refs for name, refs in kept._inputs.items() if name not in changed}
         self._inputs: dict[str, list[TensorRef]] = {
-            name: [TensorRef.parse(s) for s in node.input] for name, node in self.nodes.items()
+            name: parsed[name] if name in parsed else [TensorRef.parse(s) for s in node.input]
+            for name, node in self.nodes.items()
         }
+        kept_readers: set[str] = set()  # producers whose readers are exactly those they had in `kept`
+        if kept is not None:
+            touched = {ref.node for name in changed for refs in (kept._inputs.get(name, ()), self._inputs.get(name, ()))
+                       for ref in refs}
+            kept_readers = (kept._consumers.keys() | kept._control_consumers.keys()) - touched
         self._consumers: dict[str, list[Consumer]] = defaultdict(list)
         self._control_consumers: dict[str, list[str]] = defaultdict(list)
         for name, refs in self._inputs.items():
             for index, ref in enumerate(refs):
+                if ref.node in kept_readers:
+                    continue  # shared with `kept` below
                 if ref.control:
                     self._control_consumers[ref.node].append(name)
                 else:
                     self._consumers[ref.node].append(Consumer(name, index, ref.port))
+        if kept is not None:
+            for own, shared in ((self._consumers, kept._consumers), (self._control_consumers, kept._control_consumers)):
+                own.update((producer, shared[producer]) for producer in kept_readers if producer in shared)
         self._shapes: dict[tuple[str, int], tuple[int | None, ...] | None] | None = None
+        self._const_values: dict[str, np.ndarray] = {}
         if validate:
             self.validate(duplicates)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as its bytes plus any shapes already known (the window's TensorFlow helper sends graphs)."""
-        return _unpickle_graph, (self.graph_def.SerializeToString(), self.source, self._shapes)
+        return _unpickle_graph, (self.to_bytes(), self.source, self._shapes)
+
+    @property
+    def graph_def(self) -> proto.GraphDef:
+        """The GraphDef; for a graph a pass built, written now (a copy of every node) and kept."""
+        if self._graph_def is None:
+            graph_def = proto.GraphDef()
+            graph_def.node.extend(self.nodes.values())
+            graph_def.library.CopyFrom(self.library)
+            graph_def.versions.CopyFrom(self.versions)
+            self._graph_def = graph_def
+        return self._graph_def
+
+    def to_bytes(self) -> bytes:
+        """The GraphDef serialized deterministically, without writing the GraphDef first.
+
+        Nodes are GraphDef field 1, before every other field, so the bytes are each node's record
+        followed by the rest of the message serialized on its own.
+        """
+        if self._graph_def is not None:
+            return self._graph_def.SerializeToString(deterministic=True)
+        rest = proto.GraphDef()
+        rest.library.CopyFrom(self.library)
+        rest.versions.CopyFrom(self.versions)
+        records = [_length_delimited(1, node.SerializeToString(deterministic=True)) for node in self.nodes.values()]
+        return b"".join([*records, rest.SerializeToString(deterministic=True)])
 
     def adopt_shapes(self, shapes: dict[tuple[str, int], tuple[int | None, ...] | None]) -> None:
         """Take output shapes computed elsewhere (another process's `ensure_shapes()` of this graph)."""
@@ -262,11 +324,22 @@ class Graph:
         return self.const_chain(name, through=through) is not None
 
     def const_value(self, name: str) -> np.ndarray | None:
-        """The value `name` forwards unchanged from a Const (a pass that reshapes computes its own)."""
+        """The value `name` forwards unchanged from a Const (a pass that reshapes computes its own), read-only.
+
+        Passes ask for the same small constants many times (a BatchNorm's statistics by the check, the
+        details, the explanation and the fold), so values up to CACHED_CONST_BYTES are decoded once per
+        graph and shared; larger ones (weights) are decoded per call and not kept.
+        """
         source = self.const_source(name)
         if source is None:
             return None
-        return proto.tensor_to_ndarray(self.nodes[source].attr["value"].tensor)
+        value = self._const_values.get(source)
+        if value is None:
+            value = proto.tensor_to_ndarray(self.nodes[source].attr["value"].tensor)
+            value.flags.writeable = False
+            if value.nbytes <= CACHED_CONST_BYTES:
+                self._const_values[source] = value
+        return value
 
     # ---- model interface ----------------------------------------------------------------
     def placeholders(self) -> list[str]:
@@ -346,11 +419,11 @@ class Graph:
     @cached_property
     def functions(self) -> Mapping[str, proto.FunctionDef]:
         """The library's functions by name (do not modify)."""
-        return {f.signature.name: f for f in self.graph_def.library.function}
+        return {f.signature.name: f for f in self.library.function}
 
     @cached_property
     def fingerprint(self) -> str:
-        return hashlib.sha1(self.graph_def.SerializeToString(deterministic=True)).hexdigest()
+        return hashlib.sha1(self.to_bytes()).hexdigest()
 
     def op_histogram(self) -> dict[str, int]:
         counts: dict[str, int] = defaultdict(int)
@@ -456,6 +529,17 @@ class Graph:
             problems.append("the graph has a cycle outside a TensorFlow while loop")
         if problems:
             raise FuseLensError(f"{self.source}: " + "; ".join(problems))
+
+
+def _length_delimited(field: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf record: tag, length, payload (both varints)."""
+    head = bytearray()
+    for value in ((field << 3) | 2, len(payload)):
+        while value > 0x7F:
+            head.append(value & 0x7F | 0x80)
+            value >>= 7
+        head.append(value)
+    return bytes(head) + payload
 
 
 def _unpickle_graph(data: bytes, source: str, shapes: Any) -> Graph:
@@ -609,7 +693,7 @@ class GraphEditor:
         """Whether the source graph's library or this edit has a function `name` (constant time, so
         a pass that adds a function per kernel stays linear)."""
         if self._function_names is None:
-            self._function_names = {f.signature.name for f in self.source.graph_def.library.function}
+            self._function_names = {f.signature.name for f in self.source.library.function}
             self._function_names.update(f.signature.name for f in self._functions)
         return name in self._function_names
 
@@ -619,17 +703,18 @@ class GraphEditor:
             self._function_names.add(function.signature.name)
 
     def build(self, *, validate: bool = True) -> Graph:
-        graph_def = proto.GraphDef()
-        graph_def.versions.CopyFrom(self.source.graph_def.versions)
-        graph_def.library.CopyFrom(self.source.graph_def.library)
-        graph_def.library.function.extend(self._functions)
-
-        emitted: set[str] = set()
+        """The new graph: the source's NodeDefs that were not changed are shared, not copied."""
+        if self._functions:
+            library = proto.FunctionDefLibrary()
+            library.CopyFrom(self.source.library)
+            library.function.extend(self._functions)
+        else:
+            library = self.source.library
+        emitted: dict[str, proto.NodeDef] = {}
 
         def emit(name: str) -> None:
             if name in self._nodes and name not in emitted:
-                emitted.add(name)
-                graph_def.node.append(self._nodes[name])
+                emitted[name] = self._nodes[name]
             for added in self._added_after.get(name, ()):
                 emit(added)
 
@@ -639,4 +724,6 @@ class GraphEditor:
             emit(name)
         for name in self._nodes:  # added after a node that was later removed
             emit(name)
-        return Graph(graph_def, source=self.source.source, validate=validate)
+        changed = self._copied | (self.source.nodes.keys() - self._nodes.keys())
+        return Graph._assembled(emitted.values(), library, self.source.versions, self.source.source, validate,
+                                self.source, changed)

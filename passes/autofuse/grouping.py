@@ -26,6 +26,7 @@ Decisions where the toolchain leaves room:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from core.graph import Graph, TensorRef
@@ -254,7 +255,10 @@ class _Grouper:
     def _body_constant(self, name: str, members: set[str]) -> list[str]:
         """The Identity...Const chain behind `name` when it is small and read only by `members`."""
         chain = self.graph.const_chain(name)
-        if chain is None or self.graph.const_value(chain[-1]).size > MAX_BODY_CONST_ELEMENTS:
+        if chain is None:
+            return []
+        dims = self.graph.node(chain[-1]).attr["value"].tensor.tensor_shape.dim  # its size, without decoding it
+        if math.prod(d.size for d in dims) > MAX_BODY_CONST_ELEMENTS:
             return []
         allowed = members | set(chain)
         if any(reader not in allowed for node in chain for reader in self.graph.consumer_nodes(node)):

@@ -101,7 +101,9 @@ class ScopeRulePass(FusionPass):
         stack = list(reversed(tree.root.children.values()))
         while stack:
             scope = stack.pop()
-            failures = [(p, p.failures(scope, context)) for p in variants]
+            # A pattern with a suffix fails every scope of another last name and says nothing about it:
+            # checking only the others keeps a big graph's scopes from collecting reasons nobody reads.
+            failures = [(p, p.failures(scope, context)) for p in variants if not p.suffix or p.names_scope(scope)]
             if any(not reasons for _, reasons in failures):
                 context.sub_types[scope.name] = sub_type
                 found.append(scope)

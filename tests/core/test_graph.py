@@ -198,3 +198,47 @@ def test_constants_are_seen_through_forwarding_ops_and_what_a_pass_adds():
     assert g.const_chain("r/read", through=widened) == ["r/read", "r", "w/read", "w"]
     assert g.is_const("r", through=widened) and g.const_source("r", through=widened) == "w"
     assert not g.is_const("rx", through=widened)  # its shape is not a constant
+
+
+def indexes(graph: Graph) -> tuple:
+    """What a graph knows about its edges, in a comparable form."""
+    return ({name: [str(r) for r in graph._inputs[name]] for name in graph.nodes},
+            {name: [(c.node, c.index, c.port) for c in graph.consumers(name)] for name in graph.nodes},
+            {name: graph.control_consumers(name) for name in graph.nodes}, graph.topological_order())
+
+
+@pytest.mark.parametrize("sample", ["demo", "keras_bn_small_ops", "bert_layernorm"])
+def test_a_built_graph_shares_unchanged_nodes_and_equals_its_graph_def_read_afresh(sample, load_sample):
+    from passes.registry import run_pipeline
+
+    original = load_sample(sample)
+    fused = run_pipeline(original).fused
+    assert fused is not original
+    afresh = Graph.from_bytes(fused.graph_def.SerializeToString())
+    assert indexes(fused) == indexes(afresh)
+    assert fused.to_bytes() == afresh.graph_def.SerializeToString(deterministic=True)
+    assert fused.fingerprint == afresh.fingerprint
+    shared = [name for name in fused.nodes if original.nodes.get(name) is fused.nodes[name]]
+    assert shared, "unchanged NodeDefs are shared with the input graph, not copied"
+
+
+def test_to_bytes_of_an_edit_without_writing_its_graph_def():
+    g = small_graph()
+    ed = g.editor()
+    ed.set_input("mm", 1, "w")
+    ed.remove("w/read")
+    new = ed.build()
+    data = new.to_bytes()
+    assert new._graph_def is None  # serialized node by node
+    assert data == new.graph_def.SerializeToString(deterministic=True)
+    assert [n.name for n in Graph.from_bytes(data)] == ["x", "w", "mm", "split", "add"]
+
+
+def test_constants_decode_once_read_only_and_large_ones_are_not_kept():
+    g = Graph.from_nodes([make_const("small", np.ones(4, np.float32)),
+                          make_const("big", np.ones(1 << 13, np.float32)), make_node("Identity", "read", ["small"])])
+    assert g.const_value("read") is g.const_value("small")
+    assert not g.const_value("small").flags.writeable
+    assert g.const_value("big") is not g.const_value("big")
+    with pytest.raises(ValueError):
+        g.const_value("big")[0] = 2
