@@ -14,12 +14,16 @@ Per pass (the default pipeline, in toolchain order, each pass given the previous
 seconds and microseconds per input node, best of `--repeat`. A per-node figure that stays flat
 from 1k to 50k nodes is a linear pass.
 
-`--process N`: the whole `fuselens fuse` process (default passes, `-o` a .pb) against a whole
-process that runs TensorFlow Grappler's default optimisation of the same graph
-(`tf_optimizer.OptimizeGraph`, graph read from the same .pb), alternated, best of `--repeat` in
-CPU time (user + system; wall times are printed too),
-with each process's peak RSS and the GraphDef's in-memory size (protobuf `ByteSize`, the wire
-size, and the Python process's RSS growth from parsing it).
+`--process N[,M...]`: per graph size, the whole `fuselens fuse` process (default passes, `-o` a .pb)
+against a whole process that runs TensorFlow Grappler's default optimisation of the same graph
+(`tf_optimizer.OptimizeGraph`, graph read from the same .pb), alternated `--repeat` times; the
+median CPU time (user + system: wall time moves 2x between runs on a shared machine) and wall time
+of each. `--before DIR` adds, alternated with the others, the fuse process of another checkout
+(e.g. `git archive <commit> | tar -x -C DIR`): the figures before a change, in the same run.
+Memory, from each process's peak RSS (`ru_maxrss`): a fuse process's growth is its peak minus its
+RSS once it has imported what `fuse` imports before it reads the model (TensorFlow too where that
+checkout's command line imports it up front), set against the GraphDef's size in memory, the RSS
+growth of a process that parses the .pb into a GraphDef (and its protobuf `ByteSize`, the wire size).
 """
 
 from __future__ import annotations
@@ -29,10 +33,12 @@ import cProfile
 import os
 import pstats
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,11 +122,15 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, file=sys.stderr
 """
 
 FUSE_RSS = r"""
-import resource, sys
+import os, resource, sys
+sys.path.insert(0, os.getcwd())
+import cli
 from main import main
-from core.tfimport import import_tensorflow
-import_tensorflow()  # `fuse` imports it first too; its RSS is the baseline of the pass work
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+from passes.registry import catalog
+catalog()
+if "fuse" not in getattr(cli, "LIGHT_COMMANDS", ()):  # that command line imports TensorFlow before the model
+    cli.import_tensorflow()
+base = int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 try:
     main(sys.argv[1:])
 finally:
@@ -139,66 +149,87 @@ print(rss() - before, gd.ByteSize() / 2**20)
 """
 
 
-def _process(args: list[str]) -> tuple[float, float, list[float]]:
-    """(wall seconds, CPU seconds (user + system), the numbers on the last line of stderr) of one child
-    process. CPU time is what the comparison uses: on a shared machine wall time moves 2x between runs."""
+@dataclass
+class Runs:
+    """One kind of process, run several times: (wall s, CPU s, numbers it printed) per run."""
+
+    name: str
+    runs: list[tuple[float, float, list[float]]] = field(default_factory=list)
+
+    def cpu(self) -> float:
+        return statistics.median(c for _, c, _ in self.runs)
+
+    def wall(self) -> float:
+        return statistics.median(w for w, _, _ in self.runs)
+
+    def spread(self) -> str:
+        return ", ".join(f"{c:.2f}" for _, c, _ in self.runs)
+
+
+def _process(args: list[str], cwd: Path = ROOT) -> tuple[float, float, list[float]]:
+    """(wall seconds, CPU seconds (user + system), the numbers on the last line of stderr) of one child process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{args[:3]} in {cwd} failed:\n{out.stderr[-2000:]}")
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     return wall, cpu, [float(x) for x in out.stderr.strip().splitlines()[-1].split()]
 
 
-def compare_processes(nodes: int, repeat: int) -> None:
+def compare_processes(nodes: int, repeat: int, before: Path | None) -> None:
     graph = keras_blocks(nodes)
     with tempfile.TemporaryDirectory() as tmp:
         pb = Path(tmp, "graph.pb")
-        pb.write_bytes(graph.graph_def.SerializeToString())
+        pb.write_bytes(graph.to_bytes())
         parsed_mb, wire_mb = (float(x) for x in subprocess.run(
             [sys.executable, "-c", PARSE_RSS, str(pb)], cwd=ROOT, capture_output=True, text=True,
             check=True).stdout.split())
-        fuse, grappler = [], []
-        for _ in range(repeat):  # alternated, so both see the same load on a shared machine
-            fuse.append(_process(["-c", FUSE_RSS, "fuse", str(pb), "-o", str(Path(tmp, "fused.pb"))]))
-            grappler.append(_process(["-c", GRAPPLER, str(pb), str(Path(tmp, "grappler.pb"))]))
-    fuse_s, grappler_s = min(c for _, c, _ in fuse), min(c for _, c, _ in grappler)
-    base, peak = min(r[0] for _, _, r in fuse), max(r[1] for _, _, r in fuse)
-    print(f"{len(graph):,} nodes; GraphDef {wire_mb:.1f} MB on the wire, {parsed_mb:.1f} MB in memory (parsed)")
-    print(f"fuselens fuse (default passes) process: {fuse_s:.2f} CPU s (best of {repeat}), peak RSS {peak:.0f} MB, "
-          f"of which {peak - base:.0f} MB after TensorFlow's import ({(peak - base) / parsed_mb:.1f}x the GraphDef)")
-    print(f"Grappler process: {grappler_s:.2f} CPU s (best of {repeat}), "
-          f"peak RSS {max(r[0] for _, _, r in grappler):.0f} MB")
-    print(f"fuse / Grappler CPU time: {fuse_s / grappler_s:.2f}x; each run, CPU (wall) s fuse / Grappler: "
-          + ", ".join(f"{fc:.1f} ({fw:.1f}) / {gc:.1f} ({gw:.1f})"
-                      for (fw, fc, _), (gw, gc, _) in zip(fuse, grappler)))
+        kinds = [(Runs("fuse, before"), before)] if before else []
+        kinds += [(Runs("fuse, now"), ROOT), (Runs("Grappler"), None)]
+        for _ in range(repeat):  # alternated, so every kind sees the same load on a shared machine
+            for runs, checkout in kinds:
+                if checkout is None:
+                    runs.runs.append(_process(["-c", GRAPPLER, str(pb), str(Path(tmp, "grappler.pb"))]))
+                else:
+                    runs.runs.append(_process(["-c", FUSE_RSS, "fuse", str(pb), "-o", str(Path(tmp, "fused.pb"))],
+                                              cwd=checkout))
+    grappler = kinds[-1][0]
+    print(f"\n{len(graph):,} nodes; GraphDef {wire_mb:.1f} MB on the wire, {parsed_mb:.1f} MB in memory (parsed); "
+          f"median of {repeat}, alternated")
+    print("| process | CPU s | wall s | / Grappler (CPU) | CPU s per run | peak RSS MB | growth MB "
+          "| growth / GraphDef |")
+    print("|---|---:|---:|---:|---|---:|---:|---:|")
+    for runs, checkout in kinds:
+        peak = max(r[-1] for _, _, r in runs.runs)
+        growth = "" if checkout is None else f"{max(r[1] - r[0] for _, _, r in runs.runs):.0f}"
+        ratio = "" if checkout is None else f"{float(growth) / parsed_mb:.1f}x"
+        print(f"| {runs.name} | {runs.cpu():.2f} | {runs.wall():.2f} | {runs.cpu() / grappler.cpu():.2f}x | "
+              f"{runs.spread()} | {peak:.0f} | {growth} | {ratio} |", flush=True)
 
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,2500,5000,10000,20000,50000")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--process", type=int, metavar="N", help="compare whole processes on an N-node graph")
+    parser.add_argument("--process", metavar="N[,M...]", help="compare whole processes on graphs of these sizes")
+    parser.add_argument("--before", type=Path, metavar="DIR", help="with --process: also the fuse of this checkout")
     parser.add_argument("--profile", type=int, metavar="N", help="cProfile the default pipeline on N nodes")
     args = parser.parse_args(argv)
     if args.process:
-        compare_processes(args.process, args.repeat)
+        for nodes in args.process.split(","):
+            compare_processes(int(nodes), args.repeat, args.before)
         return
     if args.profile:
-        from core.tfimport import import_tensorflow
         from passes.registry import run_pipeline
 
-        import_tensorflow()  # its import is not the pipeline's cost
         graph = keras_blocks(args.profile)
-        graph.ensure_shapes()
         cProfile.runctx("run_pipeline(graph)", globals(), {"graph": graph, "run_pipeline": run_pipeline},
                         "/tmp/bench_passes.prof")
         pstats.Stats("/tmp/bench_passes.prof").sort_stats("cumulative").print_stats(40)
         return
-    from core.tfimport import import_tensorflow
-
-    import_tensorflow()  # once, outside the timings
     sizes = [int(s) for s in args.sizes.split(",")]
     print("| nodes | pass | matches | s | us/node |")
     print("|---:|---|---:|---:|---:|")

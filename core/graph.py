@@ -363,8 +363,12 @@ class Graph:
     def output_shape(self, name: str, port: int = 0) -> tuple[int | None, ...] | None:
         """Static shape of an output, from `_output_shapes` or TensorFlow's shape inference.
 
-        Inference imports TensorFlow once per graph; samples carry `_output_shapes` already.
+        Inference imports TensorFlow once per graph; samples carry `_output_shapes` already, and
+        then one node's are read from its attribute (no table of every shape of every graph a pass built).
         """
+        if self._shapes is None and self.records_shapes:
+            shapes = self.recorded_shapes(name) or []
+            return shapes[port] if port < len(shapes) else None
         return self.ensure_shapes().get((name, port))
 
     def ensure_shapes(self) -> dict[tuple[str, int], tuple[int | None, ...] | None]:
@@ -388,7 +392,7 @@ class Graph:
     @property
     def shapes_ready(self) -> bool:
         """True once output shapes are known without further work (see ensure_shapes)."""
-        return self._shapes is not None
+        return self._shapes is not None or self.records_shapes
 
     @cached_property
     def records_shapes(self) -> bool:
