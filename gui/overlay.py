@@ -14,7 +14,7 @@ import html
 from collections.abc import Callable, Iterable
 
 import shiboken6
-from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
+from PySide6.QtCore import QLineF, QPointF, QRectF, QSizeF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPainterPath, QPen
 from PySide6.QtWidgets import (
     QGraphicsItem,
@@ -150,9 +150,9 @@ class WhyNotOverlay:
         self.culprit_edge = (source, target)
 
     def _add_label(self, miss: NearMiss, group: QRectF, at_fault: QRectF) -> None:
-        """The reason, wrapped, on a white card beside the group at the culprit's height, on a side where it
-        covers no box in the visible part of the pane, with a leader line to the culprit. It is sized for
-        the zoom it is drawn at (label_points on screen) and then zooms with the graph."""
+        """The reason, wrapped, on a white card as near the culprit as the visible part of the pane has room
+        (covering no box), with a leader line to the culprit. It is sized for the zoom it is drawn at
+        (label_points on screen) and then zooms with the graph."""
         zoom = self.view.zoom_level() or 1.0
         label = QGraphicsTextItem()
         font = QFont()
@@ -163,28 +163,20 @@ class WhyNotOverlay:
                       f"{html.escape(miss.reason)}")
         label.setTextWidth(LABEL_WIDTH * self.label_points / 10.5 / zoom)
         margin = 4 / zoom
-        card = QGraphicsRectItem(label.boundingRect().adjusted(-margin, -margin, margin, margin), label)
+        backing = QGraphicsRectItem(label.boundingRect().adjusted(-margin, -margin, margin, margin), label)
         pen = QPen(CULPRIT, 1.5)
         pen.setCosmetic(True)
-        card.setPen(pen)
-        card.setBrush(QBrush(QColor(255, 255, 255, 240)))
-        card.setFlag(QGraphicsItem.GraphicsItemFlag.ItemStacksBehindParent)
+        backing.setPen(pen)
+        backing.setBrush(QBrush(QColor(255, 255, 255, 240)))
+        backing.setFlag(QGraphicsItem.GraphicsItemFlag.ItemStacksBehindParent)
         size = label.boundingRect().size()
         gap = 14 / zoom
         visible = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
-        inner = visible.adjusted(gap, gap, -gap - size.width(), -gap - size.height())
-        places = [QPointF(group.right() + gap, at_fault.top()),  # right, left, below, above the group,
-                  QPointF(group.left() - gap - size.width(), at_fault.top()),
-                  QPointF(group.left(), group.bottom() + gap),
-                  QPointF(group.left(), group.top() - gap - size.height()),
-                  inner.bottomLeft(), inner.bottomRight(), inner.topLeft(), inner.topRight()]  # then the corners
-        boxes = [item.sceneBoundingRect() for item in self.view.items_by_key.values()]
-        fits = [p for p in places if visible.contains(QRectF(p, size))]
-        at = next((p for p in fits if not any(box.intersects(QRectF(p, size)) for box in boxes)),
-                  fits[0] if fits else places[0])  # over no box if it can, else in view, else on the right
-        label.setPos(at)
-        corner = _nearest_corner(QRectF(at, size), at_fault.center())
-        leader = QGraphicsLineItem(QLineF(corner, _clamped(corner, at_fault)))
+        card = self._free_place(size, visible.adjusted(gap, gap, -gap, -gap), at_fault)
+        if card is None:  # no room in view: on the right of the group, the scene grows to hold it
+            card = QRectF(QPointF(group.right() + gap, at_fault.top()), size)
+        label.setPos(card.topLeft())
+        leader = QGraphicsLineItem(_leader(card, at_fault))
         pen = QPen(CULPRIT, 1.5, Qt.PenStyle.DashLine)
         pen.setCosmetic(True)
         leader.setPen(pen)
@@ -192,7 +184,22 @@ class WhyNotOverlay:
         self._add(label)
         self.label = label
         scene = self.view.scene()  # the scene grows to hold the card, so the view can scroll to it
-        scene.setSceneRect(scene.sceneRect().united(QRectF(at, size).adjusted(-gap, -gap, gap, gap)))
+        scene.setSceneRect(scene.sceneRect().united(card.adjusted(-gap, -gap, gap, gap)))
+
+    def _free_place(self, size: QSizeF, room: QRectF, at_fault: QRectF) -> QRectF | None:
+        """The card's place in `room` nearest to the culprit where it covers no box and its leader line
+        crosses none (so it cannot seem to point at another box); else the nearest covering none."""
+        boxes = [r for item in self.view.items_by_key.values() if (r := item.sceneBoundingRect()).intersects(room)]
+        passable = [r for r in boxes if not r.intersects(at_fault)]
+        step = max(size.height() / 2, 1e-6)
+        cards = [QRectF(QPointF(room.left() + i * step, room.top() + j * step), size)
+                 for i in range(int(max(room.width() - size.width(), 0) / step) + 1)
+                 for j in range(int(max(room.height() - size.height(), 0) / step) + 1)]
+        cards = [c for c in cards if room.contains(c) and not any(r.intersects(c) for r in boxes)]
+        cards.sort(key=lambda c: _leader(c, at_fault).length())
+        clear = (c for c in cards if not any(r.contains(_leader(c, at_fault).pointAt(t / 10))
+                                             for t in range(1, 10) for r in passable))
+        return next(clear, cards[0] if cards else None)
 
     def label_scene_rect(self) -> QRectF:
         return self.label.sceneBoundingRect() if self.label is not None and shiboken6.isValid(self.label) \
@@ -203,6 +210,12 @@ class WhyNotOverlay:
         rect = self._rect(self.bound_keys + self.culprit_keys).united(self.label_scene_rect())
         if not rect.isNull():
             self.view.ensureVisible(rect, 20, 20)
+
+
+def _leader(card: QRectF, at_fault: QRectF) -> QLineF:
+    """From the card's corner nearest the culprit to the culprit's nearest point."""
+    corner = _nearest_corner(card, at_fault.center())
+    return QLineF(corner, _clamped(corner, at_fault))
 
 
 def _nearest_corner(rect: QRectF, point: QPointF) -> QPointF:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 ANIMATION_MS = 600
 PRESENTATION_ZOOM = 1.5  # node labels large enough for the back of the room
+READABLE_ZOOM = 1.0  # a match too big for PRESENTATION_ZOOM is shown whole down to this
 TEXT_POINTS = 15.0  # the explanation beside the panes
 HEADER_POINTS = 14.0
 REASON_POINTS = 15.0  # the why-not card on the graph
@@ -235,12 +236,19 @@ class Presentation(QObject):
         self._show_explanation(record)
 
     def _zoom_panes(self) -> None:
-        """Large boxes: each pane at PRESENTATION_ZOOM, centred on what is selected."""
+        """Large boxes: each pane at PRESENTATION_ZOOM centred on what is selected, or less when that
+        takes more room (a 14-node LayerNorm), down to READABLE_ZOOM."""
         for view in (self.window.before, self.window.after):
+            zoom = PRESENTATION_ZOOM
+            selected = _union(view, view.selected_keys)
+            if not selected.isNull():
+                room = view.viewport().rect()
+                fits = min(room.width() / (selected.width() + 80), room.height() / (selected.height() + 80))
+                zoom = max(min(zoom, fits), READABLE_ZOOM)
             view.resetTransform()
-            view.scale(PRESENTATION_ZOOM, PRESENTATION_ZOOM)
-            if view.selected_keys:
-                view.centerOn(_union(view, view.selected_keys).center())
+            view.scale(zoom, zoom)
+            if not selected.isNull():
+                view.centerOn(selected.center())
 
     def _start_collapse(self, match: Match) -> bool:
         """Ghost copies of the match's before boxes, animated onto its node in the after pane; False
