@@ -1,11 +1,14 @@
 """The window's TensorFlow work in one long-lived helper process, never in the window's own.
 
-Fusion (AutoFuse and scope fusion build library functions with TensorFlow), shape inference,
-SavedModel / Keras loading and the first build of a cached Keras sample import TensorFlow;
-a TensorFlow abort or segfault there would close the window with the user's work. Here they
-run in `python -m session.tensorflow_helper FD`, started in the background when the window
-opens. If it dies, the call that was waiting gets one worded line, the window keeps what it
-shows, and the next call starts a new helper.
+Shape inference of a graph without `_output_shapes`, SavedModel / Keras loading, the NPU bundle and
+the first build of a cached Keras sample import TensorFlow, and so may fusion (an op missing from
+resources/op_outputs.json, a graph whose shapes must be inferred); a TensorFlow abort or segfault
+there would close the window with the user's work. Here they run in
+`python -m session.tensorflow_helper FD`, started in the background when the window opens. Most
+fusions need no TensorFlow, so the helper imports it only once no request has come for
+IDLE_BEFORE_IMPORT_S (or when a request needs it): the first fusion of a model is not queued behind
+TensorFlow's ~3 s import. If the helper dies, the call that was waiting gets one worded line, the
+window keeps what it shows, and the next call starts a new helper.
 
 Requests go one at a time (a lock) as (number, kind, payload); replies are (number, "progress",
 text), (number, "error", text) or (number, "done", value), and a reply to an older request (the
@@ -40,6 +43,7 @@ from session.session import FusionJob
 MODULE = "session.tensorflow_helper"
 TENSORFLOW_FORMATS = frozenset({"savedmodel", "keras", "h5"})
 CANCEL_GRACE_S = 3.0  # a cancelled request may finish this long (its result is dropped) before the helper is killed
+IDLE_BEFORE_IMPORT_S = 1.0  # after "warm", TensorFlow is imported once no request came for this long
 # Test hook: "SIGNAL@KIND" (e.g. "SIGKILL@fuse") makes the helper kill itself on receiving a KIND request.
 FAULT_ENV = "FUSELENS_HELPER_FAULT"
 
@@ -183,19 +187,30 @@ def shared_helper() -> TensorFlowHelper:
 
 
 # ---- the helper process ----------------------------------------------------------------------------
-def _serve(conn: Connection) -> None:
-    from core.tfimport import import_tensorflow
+def _serve(conn: Connection, import_tensorflow: Callable[[], Any] | None = None) -> None:
+    """Answer requests until the window closes its end; "warm" asks for TensorFlow to be imported
+    once the helper is idle (IDLE_BEFORE_IMPORT_S without a request), not before the next request."""
+    if import_tensorflow is None:
+        from core.tfimport import import_tensorflow
 
     fault = os.environ.get(FAULT_ENV, "")
+    warm = False
     while True:
         try:
+            if warm and not conn.poll(IDLE_BEFORE_IMPORT_S):
+                import_tensorflow()
+                warm = False
+                continue
             number, kind, payload = conn.recv()
         except (EOFError, OSError):
             return  # the window closed its end
         if fault.endswith(f"@{kind}"):
             os.kill(os.getpid(), getattr(signal, fault.split("@")[0]))
+        if kind == "warm":
+            warm = True
+            continue  # nobody waits for its reply
         try:
-            value = _work(kind, payload, lambda text, n=number: conn.send((n, "progress", text)), import_tensorflow)
+            value = _work(kind, payload, lambda text, n=number: conn.send((n, "progress", text)))
             conn.send((number, "done", value))
         except FuseLensError as e:
             conn.send((number, "error", str(e)))
@@ -203,10 +218,7 @@ def _serve(conn: Connection) -> None:
             conn.send((number, "error", f"{type(e).__name__}: {' '.join(str(e).split())[:400]}"))
 
 
-def _work(kind: str, payload: Any, progress: Progress, import_tensorflow: Callable[[], Any]) -> Any:
-    if kind == "warm":
-        import_tensorflow()
-        return None
+def _work(kind: str, payload: Any, progress: Progress) -> Any:
     if kind == "fuse":
         job, registered = payload
         _register(registered)
