@@ -87,3 +87,12 @@ def test_a_rebuilt_scene_draws_it_again_and_stepping_to_a_match_clears_it(qtbot,
     window.step_match(1, Match)
     assert isinstance(window.match_list.current_record(), Match)
     assert window.why_not.items() == [] and window.why_not.miss is None
+
+
+def test_a_near_miss_on_a_node_an_earlier_pass_created_is_drawn_on_its_original_nodes(qtbot, window):
+    open_and_wait(qtbot, window, "depthwise_bn")
+    miss = next(m for m in window.session.pipeline.result("AutoFusePass").near_misses if m.anchor == "dw1/BiasAdd")
+    assert "dw1/BiasAdd" not in window.session.graph("before")  # the depthwise fold made it
+    choose(qtbot, window, "AutoFusePass", miss.anchor)
+    origins = window.session.pipeline.provenance.origins("dw1/BiasAdd")
+    assert origins and window.why_not.culprit_keys == window.before.keys_for(origins)

@@ -49,9 +49,9 @@ def test_entering_makes_it_large_and_plain_and_leaving_restores_the_window(qtbot
     assert not window.presentation.active
     try:
         qtbot.waitUntil(lambda: window_state(window) == before)
-    except Exception:
+    except qtbot.TimeoutError:
         after = window_state(window)
-        raise AssertionError({k: (before[k], after[k]) for k in before if before[k] != after[k]})
+        raise AssertionError({k: (before[k], after[k]) for k in before if before[k] != after[k]}) from None
     assert NodeItem.look is NORMAL_LOOK
 
 
@@ -93,3 +93,12 @@ def test_a_step_animates_the_before_boxes_onto_the_fused_node_to_the_end(qtbot, 
     assert presentation.ghosts.target.contains(end.center())  # they landed on the fused node
     assert match.summary in presentation.panel.toPlainText()
     presentation.leave()
+
+
+def test_presenting_an_empty_window_says_what_the_keys_do_and_steps_to_nothing(qtbot, window):
+    window.presentation.enter()
+    assert "Right or Space: next match" in window.presentation.panel.toPlainText()
+    press(qtbot, window, Qt.Key.Key_Right)
+    assert "No matches to step through" in window.presentation.panel.toPlainText()
+    press(qtbot, window, Qt.Key.Key_Escape)
+    assert not window.presentation.active and NodeItem.look is NORMAL_LOOK
