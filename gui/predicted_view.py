@@ -96,7 +96,8 @@ class PredictedView(QWidget):
         time = QStandardItem()  # a number, so the column sorts by time
         if row.time_us is not None:
             time.setData(round(row.time_us, 1), Qt.ItemDataRole.DisplayRole)
-        texts = (row.status, row.pass_id, row.node, ", ".join(row.originals), row.toolchain)
+        node = row.node or {"pass count": "(pass counts)", "toolchain": "(none)"}.get(row.kind, "")
+        texts = (row.status, row.pass_id, node, ", ".join(row.originals), row.toolchain)
         items = [QStandardItem(text) for text in texts] + [time, QStandardItem(row.detail)]
         items[0].setData(index, ROW)
         items[0].setBackground(QBrush(QColor(STATUS_COLOURS[row.status])))

@@ -273,24 +273,21 @@ class RemoteRuns:
         panel.progress_label.setText(f"{doing} {record.id} on {host.name}…")
 
     def _fetched(self, outcome: tuple[RunResult, Any, RunRecord]) -> None:
-        result, report, record = outcome
-        self._show(result, report, record)
-
-    def _show(self, result: RunResult, report: Any, record: RunRecord | None) -> None:
         """A run that came back: its charts and its predicted vs actual; what is missing is said, not hidden."""
+        result, report, record = outcome
         panel = self.panel
         panel.set_running(False)
         panel.show_result(result)
-        panel.show_check(report, self._notes(record) if record is not None else "")
-        where = f" on {record.host}" if record is not None else ""
-        if record is not None and record.missing:
-            text = f"results incomplete ({len(record.missing)} missing: {'; '.join(record.missing)}); shown: what came"
-            panel.progress_label.setText(f"done{where}: results incomplete, see Predicted vs actual")
-            panel.progress_label.setToolTip(text)
-            panel.status.showMessage(text, 20000)
+        panel.show_check(report, self._notes(record))
+        if record.missing:
+            missing = "; ".join(record.missing)
+            panel.progress_label.setText(f"done on {record.host}: results incomplete, see Predicted vs actual")
+            panel.progress_label.setToolTip(f"results incomplete: {missing}")
+            panel.status.showMessage(f"NPU run on {record.host}: results incomplete ({missing}); shown: what arrived",
+                                     20000)
         else:
-            panel.progress_label.setText(f"done{where}: see Predicted vs actual")
-            panel.status.showMessage(f"NPU run{where} imported", 10000)
+            panel.progress_label.setText(f"done on {record.host}: see Predicted vs actual")
+            panel.status.showMessage(f"NPU run on {record.host} imported", 10000)
         if report is not None:
             panel.tabs.setCurrentWidget(panel.check_view)
 
@@ -315,7 +312,7 @@ class RemoteRuns:
         return shlex.split(import_command(self._spec(), pipeline.config))[5:]
 
     def command(self) -> list[str]:
-        """`fuselens run MODEL <the pass selection> --backend npu --host NAME` (the caller adds `--save`)."""
+        """`fuselens run MODEL <the pass selection> --backend npu --host NAME --steps N --warmup N`."""
         model, pipeline = self.panel.session.model, self.panel.session.pipeline
         if model is None or pipeline is None:
             raise FuseLensError("open a model first (and let the passes run): there is nothing to run yet")

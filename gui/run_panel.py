@@ -546,6 +546,8 @@ class RunPanel(QWidget):
             item.setEnabled(self.result is not None)
         imports = [action("Import profile file…", self.import_file_dialog),
                    action("Import PROF_* folder…", self.import_folder_dialog)]
+        if self.remote is not None:
+            imports.append(action("NPU runs (history)…", self.remote.choose_run))
         npu = action("Export NPU run script…", self.npu_script_dialog)
         self.export_button.addActions([*self.result_actions, npu])
         return [self.run_action, self.cancel_action, None, *imports, None, *self.result_actions, npu, None,

@@ -381,6 +381,7 @@ class CheckRow:
     a pass's counts in fusion_result.json, with what the toolchain did."""
 
     status: str  # one of STATUSES
+    kind: str  # "prediction", "toolchain" (a fusion FuseLens did not predict) or "pass count"
     pass_id: str
     node: str  # FuseLens's fused (or kept) node; "" where FuseLens made none
     originals: tuple[str, ...]  # the original nodes it stands for: what a click selects
@@ -403,25 +404,25 @@ def check_rows(report: dict[str, Any]) -> list[CheckRow]:
         toolchain = next((e["toolchain_node"] for e in p["evidence"] if e["toolchain_node"]), None)
         if overlapping:
             toolchain = ", ".join(u["name"] for u in overlapping)
-        rows.append(CheckRow(status, p["pass"], p["node"], tuple(p["original_nodes"]), toolchain or "",
+        rows.append(CheckRow(status, "prediction", p["pass"], p["node"], tuple(p["original_nodes"]), toolchain or "",
                              "; ".join(f"{e['source']}: {e['detail']}" for e in p["evidence"]) or
                              "no record came back that names these nodes", p["npu_time_us"]))
     for u in report["unpredicted"]:
         what = f"{u['name']} ({u['op_type']})" if u["op_type"] else u["name"]
         detail = "; ".join(filter(None, [f"from {', '.join(u['sources'])}", u["detail"]]))
         overlaps = any(set(u["original_nodes"]) & set(p["original_nodes"]) for p in report["predicted"])
-        rows.append(CheckRow(DIFFERENT if overlaps else EXTRA, ", ".join(u["passes"]) or "(toolchain)", "",
+        rows.append(CheckRow(DIFFERENT if overlaps else EXTRA, "toolchain", ", ".join(u["passes"]) or "(toolchain)", "",
                              tuple(u["original_nodes"]), what, detail, u["npu_time_us"]))
     graph = report["sources"].get("fusion_result_graph", "")
     for r in report["ledger"]:
-        if r["status"] not in ("agree", "disagree"):
-            continue  # unrecorded passes are judged by their matches above; unmodelled ones are listed as extra
-        counts = r["actual"] or {"match_times": 0, "effect_times": 0}
+        none = {"match_times": 0, "effect_times": 0}
+        counts, mine = r["actual"] or none, r["predicted"]
+        if r["status"] not in ("agree", "disagree") or counts == mine == none:
+            continue  # unrecorded passes are judged by their matches above, unmodelled ones listed as extra; 0 = 0
         toolchain = f"fusion_result.json {graph}: {counts['match_times']} matched, {counts['effect_times']} fused"
-        mine = r["predicted"]
         detail = r["note"] or (f"FuseLens too: {mine['match_times']} matched, {mine['effect_times']} fused"
                                if mine else "")
-        rows.append(CheckRow(AGREED if r["status"] == "agree" else DIFFERENT, r["pass"], "(pass counts)", (),
+        rows.append(CheckRow(AGREED if r["status"] == "agree" else DIFFERENT, "pass count", r["pass"], "", (),
                              toolchain, detail))
     return rows
 

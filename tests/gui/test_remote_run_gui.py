@@ -1,25 +1,32 @@
-"""The window's "Ascend NPU (host)" backend against the loopback test host (tests/ssh_host.py): the host dialog's
-Test connection, a remote run that ends with the imported charts and the predicted-vs-actual report in the
-run log, and Cancel, which leaves no process of the run on the host. Each run starts the bundle's two
-TensorFlow side processes (behind sshd) and the `fuselens run` child that writes the bundle."""
+"""The window's "Ascend NPU (host)" backend against the loopback test host (tests/ssh_host.py) and this machine:
+the host dialog's Test connection, a remote run that ends with the imported charts and the Predicted vs actual
+tab, Cancel, which leaves no process of the run on the host, the worded faults (remote Python or adapter
+missing, a failing run, incomplete results), and the run history's Re-attach and Fetch results. Each run
+starts the `fuselens run` child that writes the bundle and, once sent, the bundle's TensorFlow side processes;
+re-attach and fetch follow a fake driver (tests/ssh_host.py) that brings back a prepared results folder."""
 
 from __future__ import annotations
 
 import subprocess
+import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from core.runtime.remote import LOCAL, Host, transport_for
 from gui.remote_run import REMOTE
-from session.remote_run import HostStore, RunHistory
+from session.npu_check import AGREED
+from session.remote_run import HostStore, RunHistory, new_record
 from tests.gui.helpers import open_and_wait
-from tests.ssh_host import sshd_unavailable, write_fake_ascend_host
+from tests.npu_artifacts import GE_ONLY_PASS
+from tests.sessions.test_npu_check import write_bundle_results
+from tests.ssh_host import fake_bundle, sshd_unavailable, write_fake_ascend_host
 
 REASON = sshd_unavailable()
 pytestmark = [pytest.mark.skipif(REASON is not None, reason=REASON or ""), pytest.mark.usefixtures("own_fuselens_dirs")]
 RUN_MS = 180000
-
-
 
 
 @pytest.fixture
@@ -60,11 +67,18 @@ def test_a_remote_run_from_the_window_shows_the_imported_results(qtbot, panel, d
     assert "done on loop" in panel.progress_label.text()
     [record] = RunHistory().all()
     assert record.status == "done"
+    assert panel.tabs.currentWidget() is panel.check_view
+    rows = panel.check_view.shown_rows()
+    assert [(r.status, r.pass_id) for r in rows if r.kind == "prediction"] == [(AGREED, "AutoFusePass")]
 
-    panel.show_result(None)  # reopened from the history: the same results on the open graphs
-    panel.remote.reopen(record)
+    panel.show_result(None)  # reopened from the history: the same results and view on the open graphs
+    panel.show_check(None)
+    dialog = panel.remote.choose_run()
+    dialog.select(record.id)
+    assert dialog.open_button.isEnabled() and not dialog.attach_button.isEnabled()
+    dialog.open_button.click()
     qtbot.waitUntil(lambda: panel.result is not None, timeout=30000)
-    assert set(panel.result.graphs) == {"original", "fused"}
+    assert set(panel.result.graphs) == {"original", "fused"} and panel.check_view.shown_rows() == rows
 
 
 def test_cancel_from_the_window_leaves_no_process_on_the_host(qtbot, panel):
@@ -77,3 +91,98 @@ def test_cancel_from_the_window_leaves_no_process_on_the_host(qtbot, panel):
     assert panel.progress_label.text() == "cancelled"
     assert subprocess.run(["pgrep", "-g", pgid], capture_output=True, text=True).stdout.split() == []
     assert RunHistory().get(record.id).status == "cancelled"
+
+
+def run_from_window(qtbot, panel, host: Host) -> None:
+    HostStore().put(host)
+    panel.remote.reload_hosts(host.name)
+    panel.start_run()
+    qtbot.waitUntil(lambda: not panel.running(), timeout=RUN_MS)
+
+
+def local_host(tmp_path, name: str = "here", setup: str = "", mode: str = "tf1", **faults: bool) -> Host:
+    """This machine as an Ascend host: the stub toolchain (with the faults asked for) behind its set-up line."""
+    script = write_fake_ascend_host(tmp_path / "ascend", **faults)
+    return Host(name, LOCAL, work_dir=str(tmp_path / "work"), setup=f"source {script}{setup}", python=sys.executable,
+                mode=mode)
+
+
+def test_a_missing_remote_python_is_a_worded_error_in_the_window(qtbot, panel, sshd, tmp_path, dialogs):
+    host = replace(sshd.host("nopython", f"source {write_fake_ascend_host(tmp_path / 'ascend')}"), python="python3.99")
+    run_from_window(qtbot, panel, host)
+    [(_, title, text)] = dialogs
+    assert title == "Run failed" and "the remote Python `python3.99` is not found after set_env.sh" in text
+    assert panel.progress_label.text() == "failed" and panel.result is None
+
+
+def test_a_missing_adapter_is_a_worded_error_in_the_window(qtbot, panel, tmp_path, dialogs):
+    run_from_window(qtbot, panel, local_host(tmp_path, mode="tf2-compat", adapters=False))
+    [(_, title, text)] = dialogs
+    assert title == "Run failed"
+    assert "cannot find the TF adapter npu_device (mode tf2-compat) after set_env.sh" in text
+
+
+def test_a_failing_run_shows_its_tail_in_the_window(qtbot, panel, sshd, tmp_path, dialogs):
+    run_from_window(qtbot, panel, sshd.host("broken", f"source {write_fake_ascend_host(tmp_path / 'a', broken=True)}"))
+    [(_, title, text)] = dialogs
+    assert title == "Run failed"
+    assert "the run on broken failed (exit code 1); its output ends:" in text
+    assert "aclInit failed (error 507033): the device is not ready" in text  # the tail, not just the first line
+    assert RunHistory().all()[0].status == "failed"
+
+
+def test_incomplete_results_are_named_and_what_arrived_is_shown(qtbot, panel, tmp_path, dialogs):
+    run_from_window(qtbot, panel, local_host(tmp_path, dumps=False))
+    assert not dialogs, dialogs
+    assert panel.result is not None and set(panel.result.graphs) == {"original", "fused"}  # what arrived
+    assert "results incomplete" in panel.progress_label.text()
+    note = panel.check_view.summary.text()
+    assert "results incomplete: original: GE graph dumps; fused: GE graph dumps; shown: what arrived" in note
+    predicted = [r for r in panel.check_view.shown_rows() if r.kind == "prediction"]
+    assert [r.status for r in predicted] == [AGREED] and "dump" not in predicted[0].detail  # profile, fusion_op
+
+
+def launch_detached(panel, host: Host, tmp_path) -> tuple:
+    """A run started on `host` and left there (its connection lost): in the history as detached."""
+    HostStore().put(host)
+    bundle = fake_bundle(tmp_path / "bundle", "prepared")
+    write_bundle_results(bundle / "prepared", panel.session.pipeline, {GE_ONLY_PASS: (2, 2)})
+    record = new_record("abs_relu_exp", host, [])
+    launched = transport_for(host).launch(bundle, record.id)
+    return RunHistory().save(replace(record, remote_folder=launched.folder, status="detached",
+                                     message=f"{host.name}: connection lost")), launched
+
+
+@pytest.mark.parametrize("where", ["ssh", "this machine"])
+def test_reattach_from_the_window_follows_the_run_then_shows_its_results(qtbot, panel, sshd, tmp_path, where):
+    setup = "; export FAKE_SLEEP=4"
+    host = (sshd.host("loop", f"source {write_fake_ascend_host(tmp_path / 'ascend')}{setup}")
+            if where == "ssh" else local_host(tmp_path, setup=setup))
+    record, _ = launch_detached(panel, host, tmp_path)
+    dialog = panel.remote.choose_run()
+    dialog.select(record.id)
+    assert dialog.table.item(0, 3).text() == "detached" and not dialog.open_button.isEnabled()
+    dialog.attach_button.click()
+    assert panel.running() and not dialog.isVisible()
+    qtbot.waitUntil(lambda: "== original: fake" in panel.remote.log.toPlainText(), timeout=30000)
+    assert panel.running()  # following: the run is still going on the host
+    qtbot.waitUntil(lambda: not panel.running(), timeout=60000)
+    assert "done: bring back results" in panel.remote.log.toPlainText()
+    assert panel.result is not None and panel.tabs.isTabVisible(panel.tabs.indexOf(panel.check_view))
+    assert RunHistory().get(record.id).status == "done" and record.results.is_dir()
+    assert not list(record.results.parent.glob(".results.*"))
+
+
+def test_fetch_results_from_the_window_brings_back_a_finished_run(qtbot, panel, tmp_path, dialogs):
+    host = local_host(tmp_path)
+    record, launched = launch_detached(panel, host, tmp_path)
+    deadline = time.monotonic() + 30
+    while transport_for(host).status(launched) != "done 0" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    dialog = panel.remote.choose_run()
+    dialog.select(record.id)
+    dialog.fetch_button.click()
+    qtbot.waitUntil(lambda: not panel.running(), timeout=30000)
+    assert not dialogs, dialogs
+    assert panel.result is not None and RunHistory().get(record.id).status == "done"
+    assert "done on here" in panel.progress_label.text()

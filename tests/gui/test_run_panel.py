@@ -41,7 +41,8 @@ def test_the_dock_menu_and_toolbar_are_there(window):
     menus = {a.text(): a.menu() for a in window.menuBar().actions()}
     texts = [a.text() for a in menus["&Run"].actions() if a.text()]
     for wanted in ("Compile and run", "Cancel run", "Import profile file…", "Import PROF_* folder…",
-                   "Export Chrome trace…", "Export charts (PNG)…", "Export NPU run script…", "Heat overlay"):
+                   "Export Chrome trace…", "Export charts (PNG)…", "Export NPU run script…", "Heat overlay",
+                   "NPU runs (history)…"):
         assert wanted in texts
     assert not panel.result_actions[0].isEnabled()  # nothing to export before a run
     assert panel.results.isHidden() and "no run yet" in panel.progress_label.text()  # the dock is just its controls
