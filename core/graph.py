@@ -587,7 +587,10 @@ class GraphEditor:
         self._nodes: dict[str, proto.NodeDef] = dict(graph.nodes)
         self._copied: set[str] = set()
         self._added_after: dict[str, list[str]] = defaultdict(list)
-        self._functions: list[proto.FunctionDef] = []
+        # New and changed nodes are made in one message, so they share its arena: a NodeDef of its
+        # own costs ~3x the memory (each gets an arena), and a pass on a big graph makes thousands.
+        self._arena = proto.GraphDef()
+        self._library: proto.FunctionDefLibrary | None = None  # the source's functions and the added ones
         self._function_names: set[str] | None = None
         # Readers gained in this edit (producer -> reader nodes), on top of the source graph's
         # consumer index; nodes handed out by mutable() since the last redirect are re-read first.
@@ -612,7 +615,7 @@ class GraphEditor:
         """
         self._unindexed.add(name)
         if name not in self._copied:
-            copy = proto.NodeDef()
+            copy = self._arena.node.add()
             copy.CopyFrom(self._nodes[name])
             self._nodes[name] = copy
             self._copied.add(name)
@@ -620,7 +623,8 @@ class GraphEditor:
 
     def add(self, node: proto.NodeDef, *, after: str | None = None,
             shapes: Sequence[tuple[int | None, ...] | None] | None = None) -> str:
-        """Add a new node (placed after `after` in the output order when given).
+        """Add a copy of a new node (placed after `after` in the output order when given); change it
+        later through mutable().
 
         `shapes`, its outputs' static shapes, are recorded as `_output_shapes`; a Const's are read
         from its value when the source graph records shapes. So a graph that records every shape
@@ -628,11 +632,13 @@ class GraphEditor:
         """
         if node.name in self._nodes:
             raise ValueError(f"node {node.name!r} already exists")
+        stored = self._arena.node.add()
+        stored.CopyFrom(node)
         if shapes is None and node.op == "Const" and self.source.records_shapes:
             shapes = [proto.shape_tuple(node.attr["value"].tensor.tensor_shape)]
         if shapes is not None and "_output_shapes" not in node.attr:
-            node.attr["_output_shapes"].list.shape.extend(proto.shape_proto(shape) for shape in shapes)
-        self._nodes[node.name] = node
+            stored.attr["_output_shapes"].list.shape.extend(proto.shape_proto(shape) for shape in shapes)
+        self._nodes[node.name] = stored
         self._copied.add(node.name)
         self._unindexed.add(node.name)
         self._added_after[after or ""].append(node.name)
@@ -697,23 +703,22 @@ class GraphEditor:
         """Whether the source graph's library or this edit has a function `name` (constant time, so
         a pass that adds a function per kernel stays linear)."""
         if self._function_names is None:
-            self._function_names = {f.signature.name for f in self.source.library.function}
-            self._function_names.update(f.signature.name for f in self._functions)
+            library = self._library if self._library is not None else self.source.library
+            self._function_names = {f.signature.name for f in library.function}
         return name in self._function_names
 
     def add_function(self, function: proto.FunctionDef) -> None:
-        self._functions.append(function)
+        """Add a copy of `function` to the new graph's library."""
+        if self._library is None:
+            self._library = proto.FunctionDefLibrary()
+            self._library.CopyFrom(self.source.library)
+        self._library.function.add().CopyFrom(function)
         if self._function_names is not None:
             self._function_names.add(function.signature.name)
 
     def build(self, *, validate: bool = True) -> Graph:
         """The new graph: the source's NodeDefs that were not changed are shared, not copied."""
-        if self._functions:
-            library = proto.FunctionDefLibrary()
-            library.CopyFrom(self.source.library)
-            library.function.extend(self._functions)
-        else:
-            library = self.source.library
+        library = self._library if self._library is not None else self.source.library
         emitted: dict[str, proto.NodeDef] = {}
 
         def emit(name: str) -> None:
