@@ -1,19 +1,29 @@
-"""GUI timings: window shown, model painted, re-layout, and GUI-thread stalls, each in a fresh process.
+"""GUI timings: window shown, model painted, re-layout, scope and fused-node opening, GUI-thread stalls.
 
-    .venv/bin/python benchmarks/bench_gui.py [NAME|FILE ...]   (default: mobilenet_v2 resnet50 densenet121)
+    .venv/bin/python benchmarks/bench_gui.py [NAME|FILE|synthetic:N ...]
+    (default: mobilenet_v2 resnet50 densenet121 synthetic:19500)
 
-The child runs the real entry point, `python main.py MODEL`, with the main window class wrapped
-to record when things happen; it uses an empty layout cache (no disk cache), so `dot` runs.
+Each model runs in a fresh process: the real entry point, `python main.py MODEL`, with the main
+window class wrapped to record when things happen; it uses an empty layout cache (no disk cache),
+so `dot` runs. `synthetic:N` is the chain of Conv+BN blocks of `bench_amct.synthetic` with about N
+nodes (19,500 gives the 19,505-node graph of 1,000 blocks), written to a temporary .pb first.
   * shown:    process start -> the window's first paint
   * painted:  process start -> the first paint of the before pane after its layout arrived, fitted
-              so that every op node of the graph is drawn in that paint
+              so that every box of the graph is drawn in that paint (a big graph: its scope overview)
   * after:    process start -> the fused graph painted in the after pane (fusion included)
   * relayout: the before graph laid out again with the cache off, request -> painted (best of 3)
-  * stalls:   a 5 ms QTimer heartbeat on the GUI thread; the longest gap while a re-layout runs,
-              and the longest anywhere during the open (load, layout and fusion in workers)
-  * scene:    GUI-thread time to build the scene items from a finished layout
-  * expand:   a big graph (overview of its scopes): one scope opened, request -> painted, and the
-              longest GUI-thread stall meanwhile
+  * stalls:   a 5 ms QTimer heartbeat on the GUI thread; the longest gap while each step runs, and
+              the longest anywhere during the open (load, layout and fusion in workers)
+  * scene:    GUI-thread time to build the scene items from a finished layout (longest)
+  * a big graph (overview of its scopes), each request -> painted in the before pane:
+      expand:       one scope (one holding a fused node) opened in place (both panes follow)
+      collapse:     closed again in place (with the fused node opened inside it)
+      expand whole: the same scope opened the way it was done before in-place opening: the whole
+                    collapsed graph laid out again with `dot`, its scene built again
+  * fused:    a fused node opened in place in the after pane (on a big graph: inside the scope just
+              opened, a frame in a frame), request -> painted
+The child's JSON (`measure`) also has when the model was loaded, laid out and built per pane, and
+every heartbeat gap over 80 ms with its time, to find what stalled.
 Set DISPLAY and BENCH_PLATFORM=xcb to measure on a real (or Xvfb) display; offscreen otherwise.
 """
 
@@ -23,6 +33,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,7 +48,7 @@ marks = {"python_started": time.time() - spawned}
 import gui.app
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
-from core.layout import LayoutCache
+from core.layout import SCOPE_PREFIX, LayoutCache
 from gui.main_window import MainWindow
 
 class Heartbeat:
@@ -55,7 +66,8 @@ class BenchWindow(MainWindow):
     def __init__(self, **kwargs):
         super().__init__(layout_cache=LayoutCache(None), **kwargs)
         self.heart = Heartbeat()
-        self.relayouts, self.scene_s, self._relayout_start, self._first_paint = [], [], None, True
+        self.relayouts, self.scene_s, self._relayout_start = [], [], None
+        self._first_paint, self._step = True, None  # (name, pane side, start) of the step being timed
         self.layout_done.connect(self._on_layout_done)
         for pane in self.panes.values():
             self._timed_scene(pane)
@@ -77,24 +89,39 @@ class BenchWindow(MainWindow):
             self.scene_s.append(time.perf_counter() - start)
         pane._show = timed
 
+    def _on_loaded(self, spec, model):
+        marks.setdefault("loaded", time.time() - spawned)
+        super()._on_loaded(spec, model)
+
+    def _on_built(self, side):
+        marks.setdefault(f"built_{side}", time.time() - spawned)
+        super()._on_built(side)
+
     def _on_layout_done(self, side):
-        if side == "before":
-            self.before.fit()  # every op node in the next paint
+        marks.setdefault(f"laid_out_{side}", time.time() - spawned)
+        if side == "before" and self._step is None:
+            self.before.fit()  # every box in the next paint
+
+    def _step_painted(self, side):
+        if self._step is None or self._step[1] != side:
+            return False
+        name, _, start = self._step
+        end = time.perf_counter()
+        marks[f"{name}_s"] = end - start
+        marks[f"{name}_stall_s"] = self.heart.longest_gap(start, end)
+        self._step = None
+        QTimer.singleShot(100, self._next)
+        return True
 
     def _before_painted(self):
+        if self._step_painted("before"):
+            return
         view = self.before
         visible = view.mapToScene(view.viewport().rect()).boundingRect()
         assert len(view.items_by_key) == len(self.panes["before"].shown.nodes)
         if not all(visible.intersects(item.sceneBoundingRect()) for item in view.items_by_key.values()):
             view.fit()  # the pane was resized after the fit: wait for a paint that shows every node
             view._paint_pending = True
-            return
-        if getattr(self, "_expand_start", None) is not None:
-            end = time.perf_counter()
-            marks["expand_s"] = end - self._expand_start
-            marks["expand_stall_s"] = self.heart.longest_gap(self._expand_start, end)
-            self._expand_start = None
-            QTimer.singleShot(50, self._next_relayout)
             return
         if self._relayout_start is None:
             marks.setdefault("painted", time.time() - spawned)
@@ -104,33 +131,75 @@ class BenchWindow(MainWindow):
             end = time.perf_counter()
             self.relayouts.append((end - self._relayout_start, self.heart.longest_gap(self._relayout_start, end)))
             self._relayout_start = None
-            QTimer.singleShot(50, self._next_relayout)
+            QTimer.singleShot(50, self._next)
 
     def _after_painted(self):
+        if self._step_painted("after"):
+            return
         if "after" not in marks:
             marks["after"] = time.time() - spawned
             marks["open_stall_s"] = self.heart.longest_gap()
-            QTimer.singleShot(200, self._next_relayout)
+            QTimer.singleShot(200, self._next)
 
-    def _next_relayout(self):
+    def _start(self, name, side, action):
+        self._step = (name, side, time.perf_counter())
+        action()
+
+    def _next(self):
+        if not self.is_idle():  # the other pane still follows the last step
+            QTimer.singleShot(20, self._next)
+            return
+        if len(self.relayouts) < 3:
+            self.panes["before"].cache = LayoutCache(None)
+            self._relayout_start = time.perf_counter()
+            self.panes["before"].shown = None  # a fresh view (fit), like opening
+            self.relayout("before")
+            return
         collapsed = self.session.collapsed["before"]
-        if len(self.relayouts) == 3 and collapsed and "expand_s" not in marks:
-            self._expand_start = time.perf_counter()  # a big graph's overview: open one scope
-            self.open_scopes({sorted(collapsed)[len(collapsed) // 2]})
+        if collapsed and "expand_s" not in marks:  # a big graph's overview: open one scope in place
+            scope = self._scope_with_a_fused_node(collapsed)
+            self._start("expand", "before", lambda: self.open_scopes({scope}))
             return
-        if len(self.relayouts) == 3:
-            marks["relayout_s"] = min(r[0] for r in self.relayouts)
-            marks["relayout_stall_s"] = max(r[1] for r in self.relayouts)
-            marks["scene_s"] = max(self.scene_s)
-            marks["nodes"] = len(self.session.model.graph)
-            marks["engine_relayout"] = self.panes["before"].shown.engine
-            self.close()
-            QApplication.instance().quit()
+        if "fused_s" not in marks:  # in the opened scope's frame on a big graph
+            after = self.panes["after"]
+            fused = [k for k, n in after.shown.nodes.items()
+                     if k in after.shown_graph and after.shown_graph.fused_info(k) and not n.open]
+            marks["fused_s"] = None
+            if fused:
+                key = fused[len(fused) // 2]
+                marks["fused_node"] = key
+                self._start("fused", "after", lambda: self._on_activated("after", key))
+                return
+        if "expand_s" in marks and "collapse_s" not in marks:
+            self._start("collapse", "before", lambda: self.close_scopes({self._opened}))
             return
-        self.panes["before"].cache = LayoutCache(None)
-        self._relayout_start = time.perf_counter()
-        self.panes["before"].shown = None  # a fresh view (fit), like opening
-        self.relayout("before")
+        if "expand_s" in marks and "expand_whole_s" not in marks:  # the way it was: everything again
+            for pane in self.panes.values():
+                pane.shown_graph = None
+            self._start("expand_whole", "before", lambda: self.open_scopes({self._opened}))
+            return
+        marks["relayout_s"] = min(r[0] for r in self.relayouts)
+        marks["relayout_stall_s"] = max(r[1] for r in self.relayouts)
+        marks["scene_s"] = max(self.scene_s)
+        marks["nodes"] = len(self.session.model.graph)
+        marks["engine_relayout"] = self.panes["before"].shown.engine
+        self.close()
+        origin = time.perf_counter() - (time.time() - spawned)  # perf_counter at process start
+        ticks = self.heart.ticks
+        marks["long_gaps"] = [(round(a - origin, 3), round(b - a, 3)) for a, b in zip(ticks, ticks[1:]) if b - a > 0.08]
+        QApplication.instance().quit()
+
+    def _scope_with_a_fused_node(self, collapsed):
+        # the middle one of the collapsed scopes that hold a fused node in the after pane (else of all)
+        from core.layout.overview import drawn_name, hidden_in
+        fused = self.session.graph("after")
+        holding = sorted(hidden_in(collapsed, (drawn_name(fused, n.name) for n in fused
+                                               if fused.fused_info(n.name)))) or sorted(collapsed)
+        return holding[len(holding) // 2]
+
+    def open_scopes(self, scopes):
+        self._opened = next(iter(scopes))
+        super().open_scopes(scopes)
 
 gui.app.MainWindow = BenchWindow
 import main
@@ -139,32 +208,52 @@ print("BENCH " + json.dumps(marks))
 """
 
 
-def measure(name: str) -> dict:
-    from core.samples import sample_path
+def model_file(name: str, directory: Path) -> str:
+    """A sample name or file as given; `synthetic:N` written to a .pb in `directory` first."""
+    if name.startswith("synthetic:"):
+        from benchmarks.bench_amct import synthetic
 
+        path = directory / f"synthetic{name.split(':', 1)[1]}.pb"
+        path.write_bytes(synthetic(int(name.split(":", 1)[1])).graph_def.SerializeToString())
+        return str(path)
     if not Path(name).exists():
+        from core.samples import sample_path
+
         sample_path(name)  # build a cached sample first, outside the timing
+    return name
+
+
+def measure(name: str) -> dict:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", QT_QPA_PLATFORM=os.environ.get("BENCH_PLATFORM", "offscreen"))
-    spawned = time.time()
-    out = subprocess.run([sys.executable, "-c", CHILD, name, repr(spawned)], capture_output=True, text=True,
-                         cwd=ROOT, env=env, timeout=600)
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = model_file(name, Path(tmp))
+        spawned = time.time()
+        out = subprocess.run([sys.executable, "-c", CHILD, spec, repr(spawned)], capture_output=True, text=True,
+                             cwd=ROOT, env=env, timeout=900)
     lines = [line for line in out.stdout.splitlines() if line.startswith("BENCH ")]
     if out.returncode != 0 or not lines:
         raise RuntimeError(f"{name}: benchmark child failed:\n{out.stderr[-2000:]}")
     return {"name": name, **json.loads(lines[-1][6:])}
 
 
+def ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1000:.0f}"
+
+
 def main(names: list[str]) -> None:
-    names = names or ["mobilenet_v2", "resnet50", "densenet121"]
-    print(f"{'model':14s} {'nodes':>6s} {'boxes':>6s} {'shown s':>8s} {'painted s':>10s} {'after s':>8s} "
-          f"{'relayout s':>11s} {'stall ms':>9s} {'open stall ms':>14s} {'scene ms':>9s} {'expand s':>9s} "
-          f"{'expand stall ms':>16s}")
+    names = names or ["mobilenet_v2", "resnet50", "densenet121", "synthetic:19500"]
+    columns = ["model", "nodes", "boxes", "shown s", "painted s", "after s", "relayout s", "stall ms",
+               "open stall ms", "scene ms", "expand ms", "stall ms", "collapse ms", "stall ms", "expand whole ms",
+               "stall ms", "fused ms", "stall ms"]
+    print(" | ".join(columns))
     for name in names:
         r = measure(name)
-        print(f"{r['name']:14s} {r['nodes']:6d} {r['drawn_boxes']:6d} {r['shown']:8.2f} {r['painted']:10.2f} "
-              f"{r['after']:8.2f} {r['relayout_s']:11.3f} {r['relayout_stall_s'] * 1000:9.0f} "
-              f"{r['open_stall_s'] * 1000:14.0f} {r['scene_s'] * 1000:9.0f} {r.get('expand_s', 0):9.3f} "
-              f"{r.get('expand_stall_s', 0) * 1000:16.0f}   ({r['engine']})")
+        row = [r["name"], f"{r['nodes']}", f"{r['drawn_boxes']}", f"{r['shown']:.2f}", f"{r['painted']:.2f}",
+               f"{r['after']:.2f}", f"{r['relayout_s']:.3f}", ms(r["relayout_stall_s"]), ms(r["open_stall_s"]),
+               ms(r["scene_s"])]
+        for step in ("expand", "collapse", "expand_whole", "fused"):
+            row += [ms(r.get(f"{step}_s")), ms(r.get(f"{step}_stall_s"))]
+        print(" | ".join(row) + f"   ({r['engine']})", flush=True)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
@@ -256,7 +256,7 @@ class GraphView(QGraphicsView):
         self.layout_: Layout | None = None
         self.items_by_key: dict[str, NodeItem] = {}  # boxes that draw graph nodes
         self.frame_items: dict[str, NodeItem] = {}  # frames of scopes opened in place (they draw no node)
-        self.edge_items: dict[LayoutEdge, EdgeItem] = {}
+        self.edge_items: dict[tuple[str, str, bool], EdgeItem] = {}  # by (source, target, control)
         self.selected_keys: set[str] = set()
         self.hit_keys: list[str] = []
         self.building = False  # items of a new layout are still being added
@@ -319,7 +319,7 @@ class GraphView(QGraphicsView):
     def _add_edge(self, edge: LayoutEdge) -> None:
         item = EdgeItem(edge)
         self.scene().addItem(item)
-        self.edge_items[edge] = item
+        self.edge_items[(edge.source, edge.target, edge.control)] = item
 
     def _add_node(self, node: LayoutNode, status: Callable[[str], str] | None) -> NodeItem:
         depth, parent = 0, node.parent
@@ -354,33 +354,30 @@ class GraphView(QGraphicsView):
         scene = self.scene()
         self.layout_ = layout
         self._build_generation += 1
-        moved_edges: dict[tuple[str, str, bool], EdgeItem] = {}
-        wanted = set(layout.edges)
-        for edge, item in list(self.edge_items.items()):
-            if edge not in wanted:
-                del self.edge_items[edge]
-                moved_edges[(edge.source, edge.target, edge.control)] = item
+        old_edges, self.edge_items = self.edge_items, {}
         for edge in layout.edges:
-            if edge in self.edge_items:
-                continue
-            item = moved_edges.pop((edge.source, edge.target, edge.control), None)
-            shift = _translation(item.edge, edge) if item is not None else None
-            if shift is None:
-                if item is not None:
+            key = (edge.source, edge.target, edge.control)
+            item = old_edges.pop(key, None)
+            if item is not None and item.edge is not edge:
+                shift = _translation(item.edge, edge)
+                if shift is None:
                     scene.removeItem(item)
+                    item = None
+                else:  # the same route, moved with its boxes
+                    item.setPos(item.pos() + shift)
+                    item.edge = edge
+            if item is None:
                 self._add_edge(edge)
-            else:  # the same route, moved with its boxes
-                item.setPos(item.pos() + shift)
-                item.edge = edge
-                self.edge_items[edge] = item
-        for item in moved_edges.values():
+            else:
+                self.edge_items[key] = item
+        for item in old_edges.values():
             scene.removeItem(item)
         for items in (self.items_by_key, self.frame_items):
             for key, item in list(items.items()):
                 node = layout.nodes.get(key)
                 if node is item.node:
                     continue
-                if node is not None and replace(node, x=item.node.x, y=item.node.y) == item.node:
+                if node is not None and _looks_the_same(node, item.node):
                     item.node = node
                     item.setPos(node.x, node.y)
                     continue
@@ -591,6 +588,13 @@ class GraphView(QGraphicsView):
         self.scene().render(painter, QRectF(image.rect()), rect)
         painter.end()
         return image.save(path)
+
+
+def _looks_the_same(a: LayoutNode, b: LayoutNode) -> bool:
+    """Whether two boxes differ at most in position (then an item can move instead of being rebuilt)."""
+    return (a.key, a.op, a.title, a.category, a.width, a.height, a.open, a.parent, a.weight_text, a.original,
+            a.members) == (b.key, b.op, b.title, b.category, b.width, b.height, b.open, b.parent, b.weight_text,
+                           b.original, b.members)
 
 
 def _translation(old: LayoutEdge, new: LayoutEdge) -> QPointF | None:

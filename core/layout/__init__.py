@@ -60,7 +60,8 @@ def layout_graph(
     progress: Callable[[str], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
 ) -> Layout:
-    """Positions for every drawn box and edge; `dot` within `timeout`, else the layered fallback."""
+    """Positions for every drawn box and edge: `dot` within `timeout` (else the layered fallback), or
+    the layered engine at once for thousands of boxes."""
     start = time.perf_counter()
     collapsed = frozenset(collapsed)
     key = structure_key(graph, collapsed) if cache is not None else ""
@@ -74,8 +75,8 @@ def layout_graph(
         raise Cancelled()
     if progress:
         progress(f"dot: {len(layout.nodes)} boxes, {len(layout.edges)} edges")
-    position_boxes(layout, timeout, cancelled)
+    meant = position_boxes(layout, timeout, cancelled)
     layout.seconds = time.perf_counter() - start
-    if cache is not None and layout.engine == "dot":
+    if cache is not None and meant:
         cache.put(key, layout)
     return layout

@@ -194,8 +194,7 @@ def _content(graph: Graph, box: LayoutNode, inside: frozenset[str], cache: Layou
         content = _body(graph, box.key)
     else:
         raise ValueError(f"{box.key} has no content to open")
-    position_boxes(content, timeout, cancelled)
-    if cache is not None and content.engine == "dot":
+    if position_boxes(content, timeout, cancelled) and cache is not None:
         cache.put(cache_key, content)
     return content
 

@@ -1,4 +1,4 @@
-"""Positions: dot within its time limit, the layered fallback (loops too), cancel."""
+"""Positions: dot within its time limit, the layered fallback (loops too), thousands of boxes in rows, cancel."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import pytest
 from core import proto
 from core.errors import Cancelled
 from core.graph import Graph
+from core.layout import LayoutCache, layout_graph, visible_graph
 from core.layout import dot as layout_dot
-from core.layout import layout_graph, visible_graph
+from core.layout.engine import DOT_MAX_BOXES
 from core.layout.layered import layer_ranks, layered_positions
 from core.nodes import make_node
 
@@ -90,9 +91,17 @@ def wide_random_dag(count: int, seed: int = 0) -> Graph:
 
 def test_the_real_time_limit_kills_dot():
     start = time.perf_counter()
-    result = layout_graph(wide_random_dag(1500), timeout=0.05)
+    result = layout_graph(wide_random_dag(900), timeout=0.05)
     assert result.engine == "layered" and "longer than 0.05 s" in result.notice
     assert time.perf_counter() - start < 2.0
+
+
+def test_thousands_of_boxes_go_to_the_layered_engine_without_trying_dot(monkeypatch):
+    monkeypatch.setattr(layout_dot, "run_dot", lambda *args: pytest.fail("dot was run"))
+    cache = LayoutCache(None)
+    result = layout_graph(wide_random_dag(DOT_MAX_BOXES + 10), cache=cache)
+    assert result.engine == "layered" and "drawn in rows" in result.notice and "longer" not in result.notice
+    assert layout_graph(wide_random_dag(DOT_MAX_BOXES + 10), cache=cache) is result  # kept: it is no fallback
 
 
 def test_missing_dot_falls_back_too(load_sample, monkeypatch):
