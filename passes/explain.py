@@ -295,7 +295,8 @@ def explain_scope(before: Graph, after: Graph, match: Match, rewrite: Rewrite | 
                                      + (f", step={feature.step})" if feature.step else ")"),
                              "ok": feature.check(scope, context) is None})
             else:
-                rows.append({"op": "", "found": None, "needs": "", "rule": repr(feature),
+                what, found, needs = feature.census_row(scope, context)
+                rows.append({"op": "", "found": found, "needs": needs, "rule": what,
                              "ok": feature.check(scope, context) is None})
         census.append({"scope": scope_name, "sub_type": sub_type, "features": rows,
                        "all_ops": dict(sorted(scope.census.items()))})

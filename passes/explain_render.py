@@ -14,6 +14,12 @@ from typing import Any
 FORMULA = "font-family:serif;font-size:115%;margin:2px 0 2px 10px"
 
 
+
+def _found(feature_row: dict) -> str:
+    """A census row's count or value as read: -1 (the op is absent) reads "none"."""
+    found = feature_row["found"]
+    return "none" if found == -1 else str(found if found is not None else "")
+
 def esc(value: object) -> str:
     return html.escape(str(value))
 
@@ -94,7 +100,7 @@ def _scope_html(x: dict[str, Any]) -> str:
     parts = []
     for c in x["census"]:
         rows = "".join(
-            f"<tr><td>{esc(f['op'] or f['rule'])}</td><td>{'none' if f['found'] == -1 else esc(f['found'] or '')}</td>"
+            f"<tr><td>{esc(f['op'] or f['rule'])}</td><td>{esc(_found(f))}</td>"
             f"<td>{esc(f['needs'])}</td><td>{'✔' if f['ok'] else '✘'}</td></tr>" for f in c["features"])
         parts.append(f"<p style='margin:4px 0 0'>scope <tt>{esc(c['scope'])}</tt> ({esc(c['sub_type'])} pattern)</p>"
                      "<table cellspacing='0' cellpadding='2'><tr><th>op</th><th>found</th><th>rule needs</th>"
@@ -158,8 +164,8 @@ def explanation_markdown(x: dict[str, Any] | None) -> str:
     for t in x.get("terms", []):
         lines.append(f"- `{t['node']}` ({t['op']}): {t['term']} — {t['meaning']}")
     for c in x.get("census", []):
-        checks = ", ".join(f"{f['op']} {f['found']} (needs {f['needs']}) {'✔' if f['ok'] else '✘'}"
-                           for f in c["features"] if f["op"])
+        checks = ", ".join(f"{f['op'] or f['rule']} {_found(f)} (needs {f['needs']}) {'✔' if f['ok'] else '✘'}"
+                           for f in c["features"])
         lines.append(f"- scope `{c['scope']}`: {checks}")
     if x.get("kind") == "autofuse":
         lines += [f"- ops: {' -> '.join(o['ascend_op'] for o in x['ops'])}; category {x['category']}: {x['why']}",

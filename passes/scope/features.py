@@ -84,6 +84,11 @@ class NodeAttrFeature:
         return Reason(f"{self.op_type}.{self.attr}: pattern needs {self.value!r}, {found}",
                       *(n for n in scope.nodes if context.graph.op(n) == self.op_type))
 
+    def census_row(self, scope: Scope, context: ScopeContext) -> tuple[str, str, str]:
+        """(what is checked, what the scope has, what the rule needs), for an explanation's table."""
+        values = [context.graph.attr(n, self.attr) for n in scope.nodes if context.graph.op(n) == self.op_type]
+        return f"{self.op_type}.{self.attr}", ", ".join(map(repr, values)) or "none", repr(self.value)
+
 
 @dataclass(frozen=True)
 class ScopeFeature:
@@ -109,6 +114,18 @@ class ScopeFeature:
         if self.sub_scope_mask and not any(self.sub_scope_mask in s.last_name for s in subs):
             return f"no sub-scope whose name contains {self.sub_scope_mask!r}"
         return None
+
+    def census_row(self, scope: Scope, context: ScopeContext) -> tuple[str, str, str]:
+        """(what is checked, what the scope has, what the rule needs), for an explanation's table."""
+        if self.suffix:
+            return "scope name", scope.last_name, self.suffix
+        subs = list(scope.descendants())
+        if self.sub_type:
+            count = sum(1 for s in subs if context.sub_types.get(s.name) == self.sub_type)
+            needed = str(self.num) if self.step == 0 else f"count % {self.step} == {self.num}"
+            return f"{self.sub_type} sub-scopes", str(count), needed
+        masked = [s.last_name for s in subs if self.sub_scope_mask in s.last_name]
+        return "sub-scope name", ", ".join(masked) or "none", f"contains {self.sub_scope_mask!r}"
 
 
 Feature = NodeOpTypeFeature | NodeAttrFeature | ScopeFeature
