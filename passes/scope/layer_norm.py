@@ -43,19 +43,20 @@ class ScopeLayerNormPass(ScopeRulePass):
     )
 
     def candidates(self, graph: Graph) -> Iterator[Match | NearMiss]:
+        tree = ScopeTree(graph)
         found = []
-        for item in super().candidates(graph):
+        for item in self.candidates_in(graph, tree):
             found.append(item)
             yield item
         paired = {m.bindings.get("moments") for m in found if isinstance(m, Match)}
-        yield from self._other_layouts(graph, paired)
+        yield from self._other_layouts(graph, tree, paired)
 
-    def _other_layouts(self, graph: Graph, paired: set[str | None]) -> Iterator[NearMiss]:
+    def _other_layouts(self, graph: Graph, tree: ScopeTree, paired: set[str | None]) -> Iterator[NearMiss]:
         """Near misses for X whose X/moments matches and whose Rsqrt sits directly in X, with no
         sibling X/batchnorm (an unpaired batchnorm already has its own near miss)."""
         moments = next(p for p in self.rule.patterns if p.sub_type == "moments")
         context = ScopeContext(graph, {})
-        for scope in ScopeTree(graph).scopes.values():
+        for scope in tree.scopes.values():
             parent = scope.parent
             if (scope.last_name != "moments" or scope.name in paired or parent is None or not parent.name
                     or any(c.last_name == "batchnorm" for c in parent.children.values())

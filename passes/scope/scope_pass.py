@@ -80,7 +80,10 @@ class ScopeRulePass(FusionPass):
 
     # ---- matching --------------------------------------------------------------------------
     def candidates(self, graph: Graph) -> Iterator[Match | NearMiss]:
-        tree = ScopeTree(graph)
+        return self.candidates_in(graph, ScopeTree(graph))
+
+    def candidates_in(self, graph: Graph, tree: ScopeTree) -> Iterator[Match | NearMiss]:
+        """candidates() over a scope tree of the graph already built."""
         context = ScopeContext(graph, {})
         matched: dict[str, list[Scope]] = {}
         for sub_type in self.rule.sub_types:

@@ -9,6 +9,8 @@ has the last name `InstanceNorm`), so patterns name scopes without their index.
 from __future__ import annotations
 
 import re
+import sys
+import weakref
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -24,13 +26,20 @@ def trim_scope_index(last_name: str) -> str:
     return found.group(1) if found and int(found.group(2)) > 0 else last_name
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True, weakref_slot=True)
 class Scope:
     name: str  # full path without a trailing slash; "" for the root
-    parent: Scope | None = None
+    # The parent is held weakly: a tree without cycles is freed as soon as it is dropped (on a big graph
+    # a tree is ~10 MB, which would otherwise wait for a full garbage collection).
+    parent_ref: weakref.ReferenceType[Scope] | None = None
     children: dict[str, Scope] = field(default_factory=dict)  # by full name, in graph order
     nodes: list[str] = field(default_factory=list)  # nodes directly in this scope
     census: Counter[str] = field(default_factory=Counter)  # op type -> count, sub-scopes included
+
+    @property
+    def parent(self) -> Scope | None:
+        """The enclosing scope (while its tree lives); None for the root."""
+        return self.parent_ref() if self.parent_ref is not None else None
 
     @property
     def last_name(self) -> str:
@@ -56,19 +65,20 @@ class ScopeTree:
     def __init__(self, graph: Graph):
         self.root = Scope("")
         self.scopes: dict[str, Scope] = {"": self.root}
-        for node in graph:
-            parts = node.name.split("/")
+        for name, node in graph.nodes.items():
+            parts = name.split("/")
+            op = sys.intern(node.op)  # one string per op type as a census key, not one per scope and node
             scope = self.root
-            scope.census[node.op] += 1
+            scope.census[op] += 1
             for depth in range(1, len(parts)):
-                name = "/".join(parts[:depth])
-                child = self.scopes.get(name)
+                path = "/".join(parts[:depth])
+                child = self.scopes.get(path)
                 if child is None:
-                    child = self.scopes[name] = Scope(name, scope)
-                    scope.children[name] = child
+                    child = self.scopes[path] = Scope(path, weakref.ref(scope))
+                    scope.children[path] = child
                 scope = child
-                scope.census[node.op] += 1
-            scope.nodes.append(node.name)
+                scope.census[op] += 1
+            scope.nodes.append(name)
 
     def __getitem__(self, name: str) -> Scope:
         return self.scopes[name]
