@@ -32,12 +32,13 @@ from core.runtime.msprof import FusionOpRecord, find_profile_files, read_fusion_
 from core.runtime.profile import NodeMapper
 from core.runtime.result import GraphRun, KernelStat, RunResult
 from passes.ledger import compare_with_toolchain
-from passes.registry import PipelineResult
+from passes.registry import PipelineResult, run_pipeline
 
 REPORT_FORMAT = "fuselens-npu-check"
 REPORT_VERSION = 1
 FOUND, NOT_FOUND, UNKNOWN = "found", "not_found", "unknown"
 AUTOFUSE_TYPES = frozenset({"AscBackend", "FusedAscBackend"})
+AMCT_BEFORE_GE = "done by AMCT before GE"
 
 
 @dataclass
@@ -100,44 +101,59 @@ class Prediction:
     op_type: str
     originals: tuple[str, ...]  # original compute nodes it stands for (weights left out)
     kernels: tuple[str, ...]  # nodes of the final graph expected to run as kernels for it
-    removed: tuple[str, ...]  # original nodes that should no longer run on their own
+    removed: tuple[str, ...]  # nodes (as the toolchain names them) that should no longer run on their own
+    toolchain_names: tuple[str, ...] = ()  # the nodes it stands for as the toolchain's records name them
+    before_ge: bool = False  # an AMCT fold already done in the graph GE was handed
 
     def to_json(self) -> dict[str, Any]:
         return {"pass": self.pass_id, "family": self.family, "anchor": self.anchor, "node": self.node,
-                "op_type": self.op_type, "original_nodes": list(self.originals), "kernels": list(self.kernels)}
+                "op_type": self.op_type, "original_nodes": list(self.originals),
+                "toolchain_nodes": list(self.toolchain_names), "kernels": list(self.kernels)}
 
 
-def predictions(pipeline: PipelineResult) -> list[Prediction]:
+def predictions(pipeline: PipelineResult, *, amct_before_ge: bool = False) -> list[Prediction]:
     """Every match of the pipeline with the original nodes it stands for.
 
     A pass sees the graph the passes before it made, so its match names intermediate nodes;
     replaying the rewrites on a fresh provenance gives each match's origins at the time it ran.
+    With `amct_before_ge` (an NPU bundle's fused side) the toolchain was handed the graph AMCT had
+    already folded, so its records name that graph's nodes (a fold's new BiasAdd, not the BatchNorm):
+    a second replay, without AMCT's rewrites, gives each match's nodes in that graph.
     """
     original, final = pipeline.original, pipeline.fused
-    replay = Provenance(tuple(original.nodes))
-    order = original.topological_index()
-    found = []
     families = {r.pass_id: pipeline.config.get_pass(r.pass_id).family for r in pipeline.results}
+    handed = run_pipeline(original, pipeline.config, families=("amct",)).fused if amct_before_ge else original
+    replay, seen = Provenance(tuple(original.nodes)), Provenance(tuple(handed.nodes))
+    order, handed_order = original.topological_index(), handed.topological_index()
+    found = []
     final_origins = {n: pipeline.provenance.origins(n) for n in final.nodes} if pipeline.provenance else {}
+
+    def names(provenance: Provenance, graph: Graph, before: tuple[str, ...], rank: dict[str, int]) -> tuple[str, ...]:
+        origins = set().union(*(provenance.origins(n) or {n} for n in before))
+        return tuple(sorted((o for o in origins if o in graph and not graph.is_const(o)), key=rank.__getitem__))
+
     for result in pipeline.results:
         by_index = {r.match_index: r for r in result.rewrites}
+        amct = families[result.pass_id] == "amct"
         pending = []
         for match in result.matches:
             rewrite = by_index.get(match.index)
             if rewrite is None:
                 continue
-            origins = set().union(*(replay.origins(n) or {n} for n in rewrite.before))
-            originals = tuple(sorted((o for o in origins if o in original and not original.is_const(o)),
-                                     key=order.__getitem__))
+            originals = names(replay, original, rewrite.before, order)
+            toolchain = names(seen, handed, rewrite.before, handed_order) if amct_before_ge else originals
             made = [n for n in rewrite.after if not _is_weight(n, final)]  # the kept node first, then new ones
             node = made[0] if made else match.anchor
             kernels = (node,) if node in final else tuple(
                 n for n, o in final_origins.items() if o & set(originals) and not final.is_const(n))
             pending.append(Prediction(result.pass_id, families[result.pass_id], match.anchor, node,
                                       final.op_type(node) if node in final else "", originals, kernels,
-                                      tuple(o for o in originals if o not in final and o != node)))
+                                      tuple(o for o in toolchain if o not in final and o != node), toolchain,
+                                      amct_before_ge and amct))
         for rewrite in result.rewrites:
             replay.record(rewrite)
+            if not (amct_before_ge and families[result.pass_id] == "amct"):
+                seen.record(rewrite)  # AMCT's rewrites are in `handed` already
         found += pending
     return found
 
@@ -169,7 +185,7 @@ def _profile_verdict(p: Prediction, run: GraphRun, mapper: NodeMapper) -> Verdic
     by_name = {k.kernel: k for k in run.kernels}
     leftovers = [n for n in p.removed if n in by_name]
     present = [k for k in run.kernels if k.kernel not in leftovers and (k.kernel in p.kernels or (
-        k.kernel not in p.originals and mapper.node(k.kernel) in p.kernels))]
+        k.kernel not in p.toolchain_names and mapper.node(k.kernel) in p.kernels))]
     time = round(sum(_per_step(k, run) for k in present), 3) if present else None
     if leftovers:
         return Verdict("profile", NOT_FOUND, f"{', '.join(leftovers)} ran as kernels of their own", time)
@@ -179,7 +195,7 @@ def _profile_verdict(p: Prediction, run: GraphRun, mapper: NodeMapper) -> Verdic
 
 
 def _fusion_op_verdict(p: Prediction, rows: list[FusionOpRecord], run: GraphRun | None) -> Verdict | None:
-    wanted = set(p.originals)
+    wanted = set(p.toolchain_names)
     for row in rows:
         if len(wanted) > 1 and wanted <= set(row.original_ops):
             kernel = next((k for k in run.kernels if k.kernel == row.fusion_op), None) if run else None
@@ -194,13 +210,13 @@ def _fusion_op_verdict(p: Prediction, rows: list[FusionOpRecord], run: GraphRun 
 
 
 def _dump_verdict(p: Prediction, graph: Graph, table: dict[str, ToolchainProvenance], stage: str) -> Verdict:
-    wanted = set(p.originals)
+    wanted = set(p.toolchain_names)
     for name, record in table.items():
         if wanted and wanted <= set(record.original_names):
             by = f" by {', '.join(record.passes)}" if record.passes else ""
             return Verdict("dump", FOUND, f"{stage}: node {name} ({graph.op_type(name)}) stands for them{by}",
                            None, name)
-    standing = [n for n in p.originals if n in graph and n not in table]
+    standing = [n for n in p.toolchain_names if n in graph and n not in table]
     holders = {name: sorted(wanted & set(r.original_names)) for name, r in table.items()
                if wanted & set(r.original_names)}
     if len(wanted) > 1 and (len(standing) == len(wanted) or holders):
@@ -257,16 +273,18 @@ def check_prediction(pipeline: PipelineResult, evidence: NpuEvidence, *, model: 
             dump_table = {n: r for n, r in provenance_table(dump_graph).items() if r.fused}
             sources["dump_stage"] = f"{chosen.label} ({chosen.file.path.name})"
     rows = []
-    all_predictions = predictions(pipeline)
+    all_predictions = predictions(pipeline, amct_before_ge=evidence.amct_before_ge)
     for p in all_predictions:
         verdicts = []
         if run is not None and run.kernels:
             verdicts.append(_profile_verdict(p, run, mapper))
-        if evidence.fusion_ops:
+        if p.before_ge:  # nothing of it is left for the toolchain to fuse: its records cannot show it
+            verdicts.append(Verdict("amct", FOUND, f"{AMCT_BEFORE_GE}: folded in the graph GE was handed"))
+        elif evidence.fusion_ops:
             found = _fusion_op_verdict(p, evidence.fusion_ops, run)
             if found:
                 verdicts.append(found)
-        if dump_graph is not None:
+        if dump_graph is not None and not p.before_ge:
             verdicts.append(_dump_verdict(p, dump_graph, dump_table, stage_label))
         time = next((v.time_us for v in verdicts if v.time_us is not None), None)
         rows.append({**p.to_json(), "verdict": _combine(verdicts), "npu_time_us": time,
@@ -297,9 +315,6 @@ def check_prediction(pipeline: PipelineResult, evidence: NpuEvidence, *, model: 
     }
 
 
-AMCT_BEFORE_GE = "done by AMCT before GE"
-
-
 def _done_by_amct(row: LedgerRow, pipeline: PipelineResult) -> LedgerRow:
     """An AMCT fold under an FE pass name, on a bundle's fused side: AMCT folded it offline, so GE received the
     folded graph and FE had nothing left to fold. FE counting no rewrite there is agreement, not a miss."""
@@ -317,7 +332,7 @@ def _unpredicted(preds: list[Prediction], run: GraphRun | None, fusion_ops: list
                  dump_graph: Graph | None, dump_table: dict[str, ToolchainProvenance],
                  stage: str) -> list[dict[str, Any]]:
     """Toolchain fusions no prediction matches exactly, merged by name across the sources."""
-    exact = [set(p.originals) for p in preds]
+    exact = [set(p.toolchain_names) for p in preds]
     kernels = {k for p in preds for k in p.kernels}
     found: dict[str, dict[str, Any]] = {}
 
@@ -330,7 +345,7 @@ def _unpredicted(preds: list[Prediction], run: GraphRun | None, fusion_ops: list
         entry["sources"].append(source)
         entry["original_nodes"] = entry["original_nodes"] or list(originals)
         entry["passes"] = entry["passes"] or list(passes)
-        overlapping = [p.node for p in preds if set(p.originals) & set(originals)]
+        overlapping = [p.node for p in preds if set(p.toolchain_names) & set(originals)]
         if overlapping and not entry["detail"]:
             entry["detail"] = "overlaps FuseLens's " + ", ".join(overlapping) + " (fused differently)"
 
@@ -397,7 +412,7 @@ def check_rows(report: dict[str, Any]) -> list[CheckRow]:
     prediction is its different counterpart, one overlapping none is extra."""
     rows = []
     for p in report["predicted"]:
-        overlapping = [u for u in report["unpredicted"] if set(u["original_nodes"]) & set(p["original_nodes"])]
+        overlapping = [u for u in report["unpredicted"] if set(u["original_nodes"]) & set(p["toolchain_nodes"])]
         kinds = {e["verdict"] for e in p["evidence"]}
         status = (NO_EVIDENCE if p["verdict"] == UNKNOWN else AGREED if NOT_FOUND not in kinds else
                   DIFFERENT if overlapping or FOUND in kinds else MISSING)  # some record says otherwise: different
@@ -410,7 +425,7 @@ def check_rows(report: dict[str, Any]) -> list[CheckRow]:
     for u in report["unpredicted"]:
         what = f"{u['name']} ({u['op_type']})" if u["op_type"] else u["name"]
         detail = "; ".join(filter(None, [f"from {', '.join(u['sources'])}", u["detail"]]))
-        overlaps = any(set(u["original_nodes"]) & set(p["original_nodes"]) for p in report["predicted"])
+        overlaps = any(set(u["original_nodes"]) & set(p["toolchain_nodes"]) for p in report["predicted"])
         rows.append(CheckRow(DIFFERENT if overlaps else EXTRA, "toolchain", ", ".join(u["passes"]) or "(toolchain)", "",
                              tuple(u["original_nodes"]), what, detail, u["npu_time_us"]))
     graph = report["sources"].get("fusion_result_graph", "")

@@ -1,5 +1,6 @@
 """Predicted vs actual as the window's table (session/npu_check.py's rows), and AMCT's folds on an NPU bundle's
-fused side: AMCT folded them before GE, so FE having nothing left to fold is agreement, not a disagreement."""
+fused side: AMCT folded them before GE, so FE having nothing left to fold is agreement, not a disagreement, and
+the toolchain's records there name the folded graph's nodes."""
 
 from __future__ import annotations
 
@@ -30,10 +31,14 @@ def ledger_row(report, name="ConvBatchnormFusionPass"):
 
 
 def write_bundle_results(root, pipeline, fe_ledger):
-    """results/ laid out as a bundle's driver brings it back (complete); the original side is the model unfused, the
-    fused side is AMCT's folded graph, so FE's ledger there is `fe_ledger`."""
-    for side, fuses, ledger in (("original", False, {GE_ONLY_PASS: (2, 2)}), ("fused", True, fe_ledger)):
-        folder = write_npu_run(root / side, pipeline, toolchain_fuses=fuses, ledger=ledger)
+    """results/ laid out as a bundle's driver brings it back (complete). The original side ran the model unfused;
+    the fused side was handed AMCT's folded graph, and the toolchain fused that as FuseLens would (the stub host's
+    way), so its records name the folded graph's nodes and FE's ledger there is `fe_ledger`."""
+    handed = run_pipeline(pipeline.original, pipeline.config, families=("amct",)).fused
+    sides = (("original", pipeline, False, {GE_ONLY_PASS: (2, 2)}),
+             ("fused", run_pipeline(handed, pipeline.config), True, fe_ledger))
+    for side, ran, fuses, ledger in sides:
+        folder = write_npu_run(root / side, ran, toolchain_fuses=fuses, ledger=ledger)
         (folder / "dumps").rename(folder / "ge_dumps")
         (folder / "profiling").mkdir()
         for prof in folder.glob("PROF_*"):
@@ -53,9 +58,18 @@ def test_amct_folds_on_a_bundles_fused_side_are_done_by_amct_before_ge(tmp_path,
     [table_row] = [r for r in check_rows(report) if r.pass_id == "ConvBatchnormFusionPass" and not r.originals]
     assert table_row.status == AGREED and "done by AMCT before GE" in table_row.detail
 
-    # the same fused side read on its own (not a bundle's: FE saw the model unfolded) is a disagreement
+    # the toolchain's records name the folded graph's nodes (conv1/BiasAdd, not bn1): AutoFuse's kernel agrees
+    predicted = {r.pass_id: r for r in check_rows(report) if r.kind == "prediction"}
+    assert {name: r.status for name, r in predicted.items()} == {"ConvBatchnormFusionPass": AGREED,
+                                                                 "AutoFusePass": AGREED}
+    assert "amct: done by AMCT before GE" in predicted["ConvBatchnormFusionPass"].detail
+    assert "holds conv1/BiasAdd, relu1" in predicted["AutoFusePass"].detail
+    assert predicted["AutoFusePass"].originals == ("conv1", "bn1", "relu1")  # a click still selects the model's
+
+    # the same fused side read on its own (not a bundle's: as if FE saw the model unfolded) disagrees twice
     alone = report_of(conv_bn, results / "fused")
     assert ledger_row(alone)["status"] == "disagree" and alone["summary"]["ledger_disagreements"] == 1
+    assert {r.status for r in check_rows(alone) if r.pass_id == "AutoFusePass"} == {DIFFERENT}
 
 
 def test_fe_folding_more_after_amct_stays_a_disagreement(tmp_path, conv_bn):
