@@ -87,8 +87,9 @@ class PredictedView(QWidget):
             return
         s = report["summary"]
         evidence = ", ".join(s["evidence"]) or "none"
-        text = (f"{s['predicted']} predicted fusions of {report['model']} against the NPU's records ({evidence}): "
-                + ", ".join(f"{counts[status]} {status}" for status in STATUSES if counts[status]))
+        text = (f"{report['model']}: {s['predicted']} predicted fusions set against the NPU's records ({evidence}); "
+                f"{len(self.check)} rows: " + ", ".join(f"{counts[status]} {status}" for status in STATUSES
+                                                        if counts[status]))
         lines = [text] + [f"note: {n}" for n in [note, *report["notes"]] if n]
         self.summary.setText("\n".join(lines))
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -82,6 +83,7 @@ class HostDialog(QDialog):
             self.mode.addItem(f"{mode} ({adapter})", mode)
         self.checks = QPlainTextEdit(self)
         self.checks.setReadOnly(True)
+        self.checks.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))  # the checks are columns
         self.checks.setMinimumHeight(140)
         self.test_button = QPushButton("Test connection", self)
         save, remove = QPushButton("Save", self), QPushButton("Remove", self)

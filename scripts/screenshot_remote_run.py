@@ -1,6 +1,7 @@
-"""The README's two remote-run screenshots, against the loopback test host (tests/ssh_host.py):
-docs/screenshots/remote_hosts.png (the host dialog after Test connection) and
-docs/screenshots/remote_run.png (the window after a finished run on that host).
+"""The README's remote-run screenshots, against the loopback test host (tests/ssh_host.py):
+docs/screenshots/remote_hosts.png (the host dialog after Test connection),
+docs/screenshots/remote_run.png (the window after a finished run of abs_relu_exp on that host) and
+docs/screenshots/predicted_vs_actual.png (demo after a run there: its Predicted vs actual tab, a row selected).
 
     Xvfb :99 -screen 0 1600x1000x24 &  DISPLAY=:99 .venv/bin/python scripts/screenshot_remote_run.py
 """
@@ -15,6 +16,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from screenshot_common import OUT, wait
+
+
+def settle(app) -> None:
+    """Let the window paint what it was just given."""
+    for _ in range(20):
+        app.processEvents()
+        time.sleep(0.05)
 
 
 def main() -> int:
@@ -53,14 +61,25 @@ def main() -> int:
         panel.start_run()
         wait(app, lambda: not panel.running(), 300)
         panel.remote.log.hide()
-        for _ in range(20):
-            app.processEvents()
-            time.sleep(0.05)
+        panel.tabs.setCurrentWidget(panel.charts)
+        settle(app)
         window.grab().save(str(OUT / "remote_run.png"))
+
+        window.open_model("demo")
+        wait(app, lambda: window.is_idle() and window.session.model.name == "demo"
+             and window.panes["after"].shown is not None, 120)
+        panel.start_run()
+        wait(app, lambda: not panel.running(), 400)
+        panel.remote.log.hide()
+        view = panel.check_view
+        rows = view.shown_rows()
+        view.click_row(next(i for i, r in enumerate(rows) if r.pass_id == "ConvBatchnormFusionPass"))
+        settle(app)
+        window.grab().save(str(OUT / "predicted_vs_actual.png"))
         window.close()
     finally:
         sshd.stop()
-    print(f"wrote {OUT / 'remote_hosts.png'} and {OUT / 'remote_run.png'}")
+    print(f"wrote {OUT / 'remote_hosts.png'}, {OUT / 'remote_run.png'} and {OUT / 'predicted_vs_actual.png'}")
     return 0
 
 
