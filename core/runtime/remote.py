@@ -384,10 +384,7 @@ class LocalTransport(Transport):
     """This machine: a workstation with an NPU in it, and the tests."""
 
     def command(self, script: str) -> list[str]:
-        return ["bash", "-c", self._expand(script)]
-
-    def _expand(self, script: str) -> str:
-        return script
+        return ["bash", "-c", script]
 
     def put(self, local: Path, remote: str) -> None:
         target = Path(os.path.expanduser(remote))

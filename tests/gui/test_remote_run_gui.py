@@ -186,3 +186,19 @@ def test_fetch_results_from_the_window_brings_back_a_finished_run(qtbot, panel, 
     assert not dialogs, dialogs
     assert panel.result is not None and RunHistory().get(record.id).status == "done"
     assert "done on here" in panel.progress_label.text()
+
+
+def test_cancel_while_reattached_kills_the_run_on_the_host(qtbot, panel, tmp_path):
+    host = local_host(tmp_path)
+    HostStore().put(host)
+    record = new_record("abs_relu_exp", host, [])
+    launched = transport_for(host).launch(fake_bundle(tmp_path / "slow", "slow"), record.id)
+    RunHistory().save(replace(record, remote_folder=launched.folder, status="detached"))
+    panel.remote.reattach(RunHistory().get(record.id))
+    qtbot.waitUntil(lambda: "== original: fake" in panel.remote.log.toPlainText(), timeout=30000)
+    panel.cancel_run()
+    qtbot.waitUntil(lambda: not panel.running(), timeout=30000)
+    assert panel.progress_label.text() == "cancelled" and RunHistory().get(record.id).status == "cancelled"
+    assert transport_for(host).status(launched) == "done cancelled"
+    pgid = Path(launched.folder, ".pid").read_text().strip()
+    assert subprocess.run(["pgrep", "-g", pgid], capture_output=True, text=True).stdout.split() == []
