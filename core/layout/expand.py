@@ -23,6 +23,7 @@ from core import proto
 from core.graph import Graph
 from core.layout.cache import LayoutCache, structure_key
 from core.layout.drawn import (
+    OP_CHAR_WIDTH,
     const_shape,
     fold_constants,
     format_shape,
@@ -63,7 +64,8 @@ def open_box(graph: Graph, layout: Layout, key: str, inside: frozenset[str] = fr
         raise KeyError(f"{key} is open already")
     inside = frozenset(inside)
     content = _content(graph, box, inside, cache, timeout, cancelled)
-    width = max(box.width, content.width + 2 * FRAME_PAD, len(box.title) * 7.0 + 40.0)
+    header = (len(box.op) + 2 + len(box.title)) * OP_CHAR_WIDTH + 2 * FRAME_PAD  # "op  title" in the bold font
+    width = max(box.width, content.width + 2 * FRAME_PAD, header)
     height = max(box.height, content.height + FRAME_HEADER + FRAME_PAD)
     dx, dy = width - box.width, height - box.height
     left, top, _right, _bottom = box.rect

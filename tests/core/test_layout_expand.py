@@ -71,3 +71,21 @@ def test_a_box_content_is_laid_out_once_per_graph_and_box(overview, monkeypatch)
     again = open_box(graph, layout, SCOPE_PREFIX + "block5", cache=cache)
     assert len(runs) == 1
     assert {k: (n.x, n.y) for k, n in first.nodes.items()} == {k: (n.x, n.y) for k, n in again.nodes.items()}
+
+
+def test_a_sub_scope_opens_inside_its_open_scope_and_closing_the_outer_closes_both(overview):
+    graph, layout = overview
+    outer, inner = SCOPE_PREFIX + "block1", SCOPE_PREFIX + "block1/bn"
+    opened = open_box(graph, layout, outer, frozenset({"block1/bn"}))  # a big scope opens with its sub-scopes shut
+    assert inner in opened.nodes and opened.nodes[inner].parent == FRAME_PREFIX + "block1"
+    nested = open_box(graph, opened, inner)
+    frame, sub_frame = nested.nodes[FRAME_PREFIX + "block1"], nested.nodes[FRAME_PREFIX + "block1/bn"]
+    assert sub_frame.parent == frame.key
+    f_left, f_top, f_right, f_bottom = frame.rect
+    s_left, s_top, s_right, s_bottom = sub_frame.rect
+    assert f_left <= s_left and s_right <= f_right and f_top <= s_top and s_bottom <= f_bottom
+    assert all(f_left < n.x < f_right and f_top < n.y < f_bottom
+               for n in nested.nodes.values() if n.parent == sub_frame.key)
+    assert nested.collapsed == layout.collapsed - {"block1"}
+    assert close_box(graph, nested, inner) is opened
+    assert close_box(graph, nested, outer) is layout
