@@ -41,6 +41,7 @@ FRAME_PAD = 16.0  # space between an open box's border and its content
 FRAME_HEADER = 30.0  # an open box's title line above its content
 PORT_HEIGHT = 32.0
 CONTENT_DOT_TIMEOUT = 3.0  # seconds for one box's content; past it the layered fallback
+MAX_STEPS = 16  # more scopes than this to open or close at once: one layout of everything is cheaper
 EPS = 0.5
 
 _fingerprints: weakref.WeakKeyDictionary[Graph, tuple[bool, str]] = weakref.WeakKeyDictionary()
@@ -139,10 +140,13 @@ def follow_collapsed(graph: Graph, layout: Layout, wanted: frozenset[str], *, ca
                      cancelled: Callable[[], bool] | None = None) -> Layout | None:
     """`layout` with scopes opened and closed in place until its collapsed scopes are `wanted`.
 
-    None when that cannot be done in place: a scope to collapse that was not opened in place, or a
-    scope to open that is not drawn as a box (the caller lays the graph out again).
+    None when that cannot be done in place: a scope to collapse that was not opened in place, a
+    scope to open that is not drawn as a box, or more than MAX_STEPS scopes to change (Expand all
+    scopes on an overview of 1,775 boxes): the caller lays the graph out again.
     """
     want = outermost(wanted)
+    if len(want ^ outermost(layout.collapsed)) > MAX_STEPS:
+        return None
     current = layout
     for _ in range(len(wanted) + len(layout.collapsed) + len(layout.opened) + 1):
         have = outermost(current.collapsed)

@@ -59,6 +59,7 @@ def test_following_the_collapsed_scopes_opens_and_closes_in_place(overview):
     assert followed is not None and outermost(followed.collapsed) == outermost(wanted)
     assert follow_collapsed(graph, followed, layout.collapsed) is layout
     assert follow_collapsed(graph, followed, wanted | {"block3/bn"}) is None  # never opened in place
+    assert follow_collapsed(graph, layout, frozenset()) is None  # Expand all: one layout, not 100 openings
 
 
 def test_a_box_content_is_laid_out_once_per_graph_and_box(overview, monkeypatch):
