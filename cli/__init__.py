@@ -19,8 +19,8 @@ from core.errors import FuseLensError
 from core.tfimport import import_tensorflow
 
 # Commands that never need TensorFlow for a GraphDef; every other command imports it up front, quietly.
-# `fuse` needs it only for a graph without `_output_shapes` or an op missing from resources/op_outputs.json,
-# and then imports it itself (quietly, through core.tfimport).
+# `fuse` needs it only for a SavedModel or Keras file, a graph without `_output_shapes` or an op missing from
+# resources/op_outputs.json, and then imports it itself (quietly, through core.tfimport).
 LIGHT_COMMANDS = {"inspect", "samples", "export-sample", "passes", "fuse", "import-profile", "stages", "diff",
                   "ledger", "hosts", "runs"}
 # Modules with `register(subparsers)`; each parser sets `func(args) -> int`.
