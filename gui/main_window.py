@@ -111,7 +111,7 @@ class MainWindow(QMainWindow):
 
     def is_idle(self) -> bool:
         """No work running or about to start (tests and benchmarks wait for this)."""
-        return (not self.workers.busy() and not self.session.busy
+        return (not self.workers.busy() and not self.session.busy and not self.match_list.filling
                 and not self.before.building and not self.after.building)
 
     # ---- the session's changes become views -----------------------------------------------------

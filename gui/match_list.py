@@ -4,15 +4,23 @@ The list does not care which pass made a record: it reads PassResult.matches / n
 and shows the matches the user skipped and any pass or match that failed (not stepped through).
 Each match has a check box: unchecking it skips that match (its pass stays on), checking a
 skipped one fuses it again; the window turns that into a new PassConfig. After a layerwise
-compare a second column gives each match's error.
+compare a second column gives each match's error. Near misses of one pass that repeat one reason
+REPEATED times or more sit under one collapsed line with the count.
+
+A 20k-node graph's fusion has some 5,000 records: their rows are built in slices of FILL_SLICE_S
+between event-loop turns (`filling` until `filled`), a pass's rows detached from the view and
+added to it at once, so the GUI thread never stalls on the list.
 """
 
 from __future__ import annotations
 
 import posixpath
+import time
+from collections import Counter
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem, QWidget
 
@@ -23,6 +31,20 @@ if TYPE_CHECKING:
     from session.layerwise import LayerwiseReport
 
 ITEM_ROLE = Qt.ItemDataRole.UserRole
+GROUP_ROLE = Qt.ItemDataRole.UserRole + 7  # marks a folded line of repeated near misses
+REPEATED = 3  # near misses of one pass with the same reason this many times fold into one line
+FILL_SLICE_S = 0.015  # GUI-thread time per slice of rows
+MIN_ROWS_PER_SLICE = 100  # a slice builds at least this many rows: a small list fills at once
+RED, GREY, AMBER, DARK = (QBrush(QColor(c)) for c in ("#b3261e", "#5f6368", "#a15c00", "#3c4043"))
+
+
+def reason_key(miss: NearMiss) -> str:
+    """The reason with the near miss's own node names taken out, so the same refusal reads the same."""
+    text = miss.reason
+    for name in sorted({miss.anchor, *miss.nodes}, key=len, reverse=True):
+        if len(name) > 2:
+            text = text.replace(name, "…")
+    return text
 
 
 class MatchList(QTreeWidget):
@@ -31,6 +53,8 @@ class MatchList(QTreeWidget):
 
     item_chosen = Signal(object)  # Match | NearMiss
     skip_toggled = Signal(str, bool)  # match id, skip it (True) or fuse it again (False)
+    group_added = Signal(object)  # QTreeWidgetItem: a pass's line and all its lines are now in the list
+    filled = Signal()  # every line of the last results is in the list
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -44,56 +68,113 @@ class MatchList(QTreeWidget):
         self.setUniformRowHeights(True)
         self.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.setSelectionMode(QTreeWidget.SelectionMode.ExtendedSelection)  # Ctrl/Shift-click: a lesson's subset
-        self.records: list[QTreeWidgetItem] = []  # in stepping order
+        self.records: list[QTreeWidgetItem] = []  # in stepping order (rows in the list so far)
         self.prefix = ""  # the model's root scope, left out of labels (`mobilenetv2_1.00_224_1/`)
+        self.pass_ids: list[str] = []  # passes with a line in the list, in order
+        self.filling = False  # rows of the last results are still being added
+        self._match_rows: dict[str, QTreeWidgetItem] = {}
+        self._generation = 0  # a newer set_results abandons an older fill
         self.currentItemChanged.connect(self._on_current)
         self.itemChanged.connect(self._on_changed)
 
     def set_results(self, results: list[PassResult]) -> None:
+        """Show these results: the first rows now, the rest in later event-loop turns (see `filling`)."""
         current = self.current_record()
+        self._generation += 1
         self.blockSignals(True)
         self.clear()
-        self.records = []
-        anchors = [r.anchor for result in results for r in (*result.matches, *result.near_misses)]
+        self.blockSignals(False)
+        self.records, self._match_rows = [], {}
+        self.setColumnHidden(1, True)  # a layerwise compare's errors were for the last results
+        self.setHeaderHidden(True)
+        shown = [r for r in results if r.matches or r.near_misses or r.skipped or r.errors]
+        self.pass_ids = [r.pass_id for r in shown]
+        anchors = [r.anchor for result in shown for r in (*result.matches, *result.near_misses)]
         common = posixpath.commonpath(anchors) if anchors else ""
         self.prefix = common + "/" if common and all(a.startswith(common + "/") for a in anchors) else ""
+        self.filling = True
+        self._fill_slice(self._generation, self._build(shown), current)
+
+    def _fill_slice(self, generation: int, steps: Iterator[None], current: Match | NearMiss | None) -> None:
+        if generation != self._generation:
+            return  # newer results replaced these mid-fill
+        deadline = time.perf_counter() + FILL_SLICE_S
+        for done, _ in enumerate(steps, 1):
+            if done >= MIN_ROWS_PER_SLICE and time.perf_counter() > deadline:
+                QTimer.singleShot(0, self, lambda: self._fill_slice(generation, steps, current))
+                return
+        self.filling = False
+        found = self.item_for(current) if current is not None and self.currentItem() is None else None
+        if found is not None:
+            self.blockSignals(True)  # the same record, not a new choice
+            self.setCurrentItem(found)
+            self.blockSignals(False)
+        self.filled.emit()
+
+    def _build(self, results: list[PassResult]) -> Iterator[None]:
+        """Build rows one per step; each pass's group joins the list once complete."""
         for result in results:
-            if not (result.matches or result.near_misses or result.skipped or result.errors):
-                continue
             counts = [f"{len(result.matches)} ✔", f"{len(result.near_misses)} ✘"]
             counts += [f"{len(result.skipped)} skipped"] if result.skipped else []
             counts += [f"{len(result.errors)} failed"] if result.errors else []
-            group = QTreeWidgetItem(self, [f"{result.pass_id}  ({', '.join(counts)})"])
+            group = QTreeWidgetItem([f"{result.pass_id}  ({', '.join(counts)})"])
             group.setFlags(Qt.ItemFlag.ItemIsEnabled)
-            group.setFirstColumnSpanned(True)
+            checkable: list[QTreeWidgetItem] = []  # skipped and fused matches
             for error in result.errors:
                 item = QTreeWidgetItem(group, [f"⚠ {error}"])
                 item.setToolTip(0, error)
-                item.setForeground(0, QBrush(QColor("#a15c00")))
+                item.setForeground(0, AMBER)
             for skipped in result.skipped:
                 item = QTreeWidgetItem(group, [f"⏸ skipped: {short_name(skipped.anchor)} ({skipped.summary})"])
                 item.setData(0, ITEM_ROLE, skipped)
                 item.setToolTip(0, f"{skipped.id}\nkept out of fusion (its pass stays on); check to fuse it again")
-                item.setForeground(0, QBrush(QColor("#5f6368")))
+                item.setForeground(0, GREY)
                 self._checkable(item, fused=False)
-            for record in [*result.matches, *result.near_misses]:
-                item = QTreeWidgetItem(group, [self.label(record).replace(self.prefix, "") if self.prefix
-                                               else self.label(record)])
-                item.setData(0, ITEM_ROLE, record)
-                if isinstance(record, NearMiss):
-                    item.setToolTip(0, self.label(record, short=False))
-                    item.setForeground(0, QBrush(QColor("#b3261e")))
-                else:
-                    item.setToolTip(0, f"{record.id}\n{self.label(record, short=False)}\nuncheck to skip this match")
-                    self._checkable(item, fused=True)
-                self.records.append(item)
+                checkable.append(item)
+                yield
+            records, folds = [], {}
+            reasons = [reason_key(miss) for miss in result.near_misses]
+            repeated = {reason: n for reason, n in Counter(reasons).items() if n >= REPEATED}
+            for record, reason in zip([*result.matches, *result.near_misses],
+                                      [None] * len(result.matches) + reasons, strict=True):
+                parent = group
+                if reason in repeated:
+                    parent = folds.get(reason)
+                    if parent is None:
+                        parent = folds[reason] = self._folded(group, reason, repeated[reason])
+                records.append(self._record_row(parent, record))
+                yield
+            self.addTopLevelItem(group)
+            group.setFirstColumnSpanned(True)
             group.setExpanded(True)
-        if current is not None:
-            found = self.item_for(current)
-            if found is not None:
-                self.setCurrentItem(found)
-        self.blockSignals(False)
-        self.set_errors(None)
+            self.records += records
+            checkable += records[:len(result.matches)]
+            self._match_rows.update((item.data(0, ITEM_ROLE).id, item) for item in checkable)
+            self.group_added.emit(group)
+            yield
+
+    def _record_row(self, parent: QTreeWidgetItem, record: Match | NearMiss) -> QTreeWidgetItem:
+        label = self.label(record)
+        item = QTreeWidgetItem(parent, [label.replace(self.prefix, "") if self.prefix else label])
+        item.setData(0, ITEM_ROLE, record)
+        if isinstance(record, NearMiss):
+            item.setToolTip(0, self.label(record, short=False))
+            item.setForeground(0, RED)
+        else:
+            item.setToolTip(0, f"{record.id}\n{self.label(record, short=False)}\nuncheck to skip this match")
+            self._checkable(item, fused=True)
+        return item
+
+    @staticmethod
+    def _folded(group: QTreeWidgetItem, reason: str, count: int) -> QTreeWidgetItem:
+        """The collapsed line over near misses sharing a reason (the same rows: stepping still reaches them,
+        and opens the line)."""
+        folded = QTreeWidgetItem(group, [f"✘ {count} near misses: {reason}"])
+        folded.setData(0, GROUP_ROLE, True)
+        folded.setFlags(Qt.ItemFlag.ItemIsEnabled)
+        folded.setToolTip(0, "the same reason each time, often a pass saying a structure is not its "
+                             "pattern at all; expand to see them")
+        return folded
 
     @staticmethod
     def _checkable(item: QTreeWidgetItem, *, fused: bool) -> None:
@@ -106,32 +187,25 @@ class MatchList(QTreeWidget):
             self.skip_toggled.emit(record.id, item.checkState(0) == Qt.CheckState.Unchecked)
 
     def match_items(self) -> dict[str, QTreeWidgetItem]:
-        """Match id -> its row, applied or skipped."""
-        found = {}
-        for i in range(self.topLevelItemCount()):
-            group = self.topLevelItem(i)
-            for j in range(group.childCount()):
-                record = group.child(j).data(0, ITEM_ROLE)
-                if isinstance(record, Match):
-                    found[record.id] = group.child(j)
-        return found
+        """Match id -> its row, applied or skipped, in list order."""
+        return dict(self._match_rows)
 
     def item_for(self, record: Match | NearMiss) -> QTreeWidgetItem | None:
         """The row of the same record in this (maybe newer) list: a match by id, a near miss by pass and anchor."""
         if isinstance(record, Match):
-            return self.match_items().get(record.id)
+            return self._match_rows.get(record.id)
         return next((item for item in self.records if isinstance(r := item.data(0, ITEM_ROLE), NearMiss)
                      and (r.pass_id, r.anchor) == (record.pass_id, record.anchor)), None)
 
     def selected_match_ids(self) -> list[str]:
         """Ids of the fused matches selected in the list (Ctrl/Shift-click), in list order; skipped ones are
         not fused, so they are left out."""
-        return [match_id for match_id, item in self.match_items().items()
+        return [match_id for match_id, item in self._match_rows.items()
                 if item.isSelected() and item.checkState(0) == Qt.CheckState.Checked]
 
     def select_match(self, match_id: str) -> bool:
         """Make a match current (its nodes are selected in both panes); False when it is not listed."""
-        item = self.match_items().get(match_id)
+        item = self._match_rows.get(match_id)
         if item is None:
             return False
         self.setCurrentItem(item)
@@ -143,11 +217,11 @@ class MatchList(QTreeWidget):
         self.setColumnHidden(1, report is None)
         self.setHeaderHidden(report is None)
         self.blockSignals(True)
-        for match_id, item in self.match_items().items():
+        for match_id, item in self._match_rows.items():
             row = report.matches.get(match_id) if report is not None else None
             item.setText(1, "" if row is None else _error_text(row.max_abs, first=match_id == report.first_divergent,
                                                                  over=not row.allclose))
-            item.setForeground(1, QBrush(QColor("#b3261e" if row is not None and not row.allclose else "#3c4043")))
+            item.setForeground(1, RED if row is not None and not row.allclose else DARK)
             if row is not None:
                 item.setToolTip(1, f"{match_id}: max abs {row.max_abs:.3g}, max rel {row.max_rel:.3g} over "
                                    f"{row.compared} tensor(s), in the graph right after its pass"
