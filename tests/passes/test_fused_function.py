@@ -63,10 +63,14 @@ def test_functions_equal_tensorflows_on_every_sample(name: str, load_sample, mon
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["EfficientNetB0", "MobileNetV3Small", "InceptionV3", "Xception", "NASNetMobile",
                                   "ConvNeXtTiny", "ResNet50", "DenseNet121"])
-def test_functions_equal_tensorflows_on_the_keras_zoo(name: str, monkeypatch) -> None:
+def test_functions_and_dtypes_equal_tensorflows_on_the_keras_zoo(name: str, monkeypatch) -> None:
+    from core.tfshapes import infer_tensors
     from tests.zoo.models import zoo_model
 
-    assert assert_functions_match_tensorflow(load_model(str(zoo_model(name))).graph, monkeypatch) > 0
+    graph = load_model(str(zoo_model(name))).graph
+    ours = {(node, port): out.dtype for node in graph.nodes for port, out in enumerate(graph.node_outputs(node))}
+    assert ours == {key: dtype for key, (dtype, _) in infer_tensors(graph).items()}
+    assert assert_functions_match_tensorflow(graph, monkeypatch) > 0
 
 
 NO_TENSORFLOW = r"""
@@ -86,6 +90,17 @@ def test_fuse_of_every_sample_never_imports_tensorflow(tmp_path, load_sample) ->
     assert result == {"codes": dict.fromkeys(names, 0), "tensorflow": False}
     fused_demo = Graph.from_bytes((tmp_path / "demo.pb").read_bytes())
     assert fused_demo.functions and all("_output_shapes" in node.attr for node in fused_demo)
+
+
+@pytest.mark.parametrize("name", [*COMMITTED, "mobilenet_v2"])
+def test_every_output_dtype_equals_tensorflows_inference(name: str, load_sample) -> None:
+    """The op table gives every node of every sample the outputs and dtypes TensorFlow infers."""
+    from core.tfshapes import infer_tensors
+
+    graph = load_sample(name)
+    inferred = infer_tensors(graph)
+    ours = {(node, port): out.dtype for node in graph.nodes for port, out in enumerate(graph.node_outputs(node))}
+    assert ours == {key: dtype for key, (dtype, _) in inferred.items()}
 
 
 def test_outputs_expand_number_and_type_list_attributes() -> None:
