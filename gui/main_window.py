@@ -64,6 +64,7 @@ class MainWindow(QMainWindow):
         self.tensorflow.start()
         self.workers = WorkerPool(self)
         self.selection = SelectionModel(self)
+        self._centre_when_built: set[str] = set()  # sides opening scopes for the selection, to centre once drawn
 
         self.pass_panel = PassPanel(self.session.config, self)
         self.match_list = MatchList(self)
@@ -272,7 +273,9 @@ class MainWindow(QMainWindow):
         pipeline = self.session.pipeline  # fusion may have finished while the scene was being built
         self.panes[side].apply_diff(pipeline.provenance if pipeline else None)
         current = self.selection.current
-        view.set_selected(current.before if side == "before" else current.after, centre=False)
+        centre = side in self._centre_when_built  # a scope opened for the selection: now it can be centred
+        if view.set_selected(current.before if side == "before" else current.after, centre=centre):
+            self._centre_when_built.discard(side)
         if self.search.text():
             self.search_hits.refresh()
         if side == "before" and self.session.stage is Stage.DRAWING:
@@ -299,6 +302,7 @@ class MainWindow(QMainWindow):
 
     def _on_selection(self, selection: Selection) -> None:
         centre_all = selection.origin not in SIDES
+        self._centre_when_built = set()
         if centre_all:  # a match, a search hit or a kernel inside a collapsed scope: open it
             hidden = set()
             for side, names in (("before", selection.before), ("after", selection.after)):
@@ -306,6 +310,7 @@ class MainWindow(QMainWindow):
                 if graph is not None and collapsed:
                     hidden |= hidden_in(collapsed, (drawn_name(graph, n) for n in names if n in graph))
             if hidden:
+                self._centre_when_built = {side for side in SIDES if hidden & (self.session.collapsed[side] or set())}
                 self.open_scopes(hidden)
         self.before.set_selected(selection.before, centre=centre_all or selection.origin == "after")
         self.after.set_selected(selection.after, centre=centre_all or selection.origin == "before")

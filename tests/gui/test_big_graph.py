@@ -93,3 +93,7 @@ def test_a_5k_node_graph_opens_collapsed_and_expands_one_scope_at_a_time_in_plac
     wait_idle(qtbot, window)
     assert not full_layouts
     assert before.view.items_by_key[hidden].hit  # outlined as a search hit once drawn
+    view = before.view  # and centred once its scope has opened (not on the closed box it was in)
+    centre = view.mapToScene(view.viewport().rect()).boundingRect().center()
+    target = view.items_by_key[hidden].sceneBoundingRect().center()
+    assert abs(centre.y() - target.y()) < 2  # (the overview is narrower than the view: it stays centred across)
