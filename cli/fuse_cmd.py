@@ -63,7 +63,7 @@ def run_fuse(args: argparse.Namespace) -> int:
     pipeline = run_pipeline(model.graph, config)
     report = build_report(pipeline, model=args.model)
     if args.output:
-        write_bytes_atomic(args.output, pipeline.fused.to_bytes(),
+        write_bytes_atomic(args.output, pipeline.fused.serialized(),
                            protect=protect)
     if args.report:
         write_json_atomic(args.report, report, protect=protect)

@@ -110,8 +110,8 @@ class Graph:
     """A GraphDef plus indexes. Treat as immutable; use `editor()` to derive a new graph.
 
     A graph a pass built shares every NodeDef it did not change with the graph it came from (no
-    copy per pass), and writes its GraphDef only when asked (`graph_def`; `to_bytes()` serializes
-    without it).
+    copy per pass), and writes its GraphDef only when asked (`graph_def`; `serialized()` and
+    `to_bytes()` serialize without it).
     """
 
     def __init__(self, graph_def: proto.GraphDef, *, source: str = "<graph>", validate: bool = True):
@@ -183,18 +183,27 @@ class Graph:
         return self._graph_def
 
     def to_bytes(self) -> bytes:
-        """The GraphDef serialized deterministically, without writing the GraphDef first.
+        """The GraphDef serialized deterministically (see serialized())."""
+        return b"".join(self.serialized())
+
+    def serialized(self) -> Iterator[bytes]:
+        """The GraphDef serialized deterministically, in pieces, without writing the GraphDef first.
 
         Nodes are GraphDef field 1, before every other field, so the bytes are each node's record
-        followed by the rest of the message serialized on its own.
+        (tag and length, then the node) followed by the rest of the message serialized on its own.
+        A writer that takes the pieces one by one never holds a big graph's bytes whole.
         """
         if self._graph_def is not None:
-            return self._graph_def.SerializeToString(deterministic=True)
+            yield self._graph_def.SerializeToString(deterministic=True)
+            return
+        for node in self.nodes.values():
+            payload = node.SerializeToString(deterministic=True)
+            yield _record_head(1, len(payload))
+            yield payload
         rest = proto.GraphDef()
         rest.library.CopyFrom(self.library)
         rest.versions.CopyFrom(self.versions)
-        records = [_length_delimited(1, node.SerializeToString(deterministic=True)) for node in self.nodes.values()]
-        return b"".join([*records, rest.SerializeToString(deterministic=True)])
+        yield rest.SerializeToString(deterministic=True)
 
     def adopt_shapes(self, shapes: dict[tuple[str, int], tuple[int | None, ...] | None]) -> None:
         """Take output shapes computed elsewhere (another process's `ensure_shapes()` of this graph)."""
@@ -427,7 +436,10 @@ class Graph:
 
     @cached_property
     def fingerprint(self) -> str:
-        return hashlib.sha1(self.to_bytes()).hexdigest()
+        digest = hashlib.sha1()
+        for piece in self.serialized():
+            digest.update(piece)
+        return digest.hexdigest()
 
     def op_histogram(self) -> dict[str, int]:
         counts: dict[str, int] = defaultdict(int)
@@ -535,15 +547,15 @@ class Graph:
             raise FuseLensError(f"{self.source}: " + "; ".join(problems))
 
 
-def _length_delimited(field: int, payload: bytes) -> bytes:
-    """One length-delimited protobuf record: tag, length, payload (both varints)."""
+def _record_head(field: int, length: int) -> bytes:
+    """The head of a length-delimited protobuf record: its tag and its length (both varints)."""
     head = bytearray()
-    for value in ((field << 3) | 2, len(payload)):
+    for value in ((field << 3) | 2, length):
         while value > 0x7F:
             head.append(value & 0x7F | 0x80)
             value >>= 7
         head.append(value)
-    return bytes(head) + payload
+    return bytes(head)
 
 
 def _unpickle_graph(data: bytes, source: str, shapes: Any) -> Graph:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +25,16 @@ def check_output_path(path: str | os.PathLike[str], *, protect: str | None = Non
     return target
 
 
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, protect: str | None = None) -> Path:
-    """Write via a temp file + rename. `protect` names an input that must not be overwritten."""
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes | Iterable[bytes], *,
+                       protect: str | None = None) -> Path:
+    """Write via a temp file + rename. `protect` names an input that must not be overwritten. `data` may
+    come in pieces (a big graph serialized a node at a time is never held whole)."""
     target = check_output_path(path, protect=protect)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            f.writelines([data] if isinstance(data, bytes) else data)
         os.replace(tmp, target)
     except OSError as e:
         raise FuseLensError(f"{target}: cannot write ({e.strerror})") from None
