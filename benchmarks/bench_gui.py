@@ -1,6 +1,6 @@
 """GUI timings: window shown, model painted, re-layout, scope and fused-node opening, GUI-thread stalls.
 
-    .venv/bin/python benchmarks/bench_gui.py [NAME|FILE|synthetic:N ...]
+    .venv/bin/python benchmarks/bench_gui.py [NAME|FILE|synthetic:N ...] [--before DIR] [--repeat N]
     (default: mobilenet_v2 resnet50 densenet121 synthetic:19500)
 
 Each model runs in a fresh process: the real entry point, `python main.py MODEL`, with the main
@@ -22,6 +22,14 @@ nodes (19,500 gives the 19,505-node graph of 1,000 blocks), written to a tempora
                     collapsed graph laid out again with `dot`, its scene built again
   * fused:    a fused node opened in place in the after pane (on a big graph: inside the scope just
               opened, a frame in a frame), request -> painted
+  * until the window is idle again (polled every 10 ms), with the longest stall:
+      step 20:      Next match pressed 20 times, each once the last one is drawn (on a big graph each
+                    opens the match's scope in place)
+      refuse:       the first switchable pass switched off: fused again, the after pane drawn again
+      expand all:   a big graph's "Expand all scopes" in the before pane (the whole graph laid out)
+      collapse one: then "Collapse scope" on one scope never opened in place
+`--before DIR` measures another checkout (e.g. `git worktree add /tmp/old <commit>`) alternated
+with this one in the same run; `--repeat N` runs each N times.
 The child's JSON (`measure`) also has when the model was loaded, laid out and built per pane, and
 every heartbeat gap over 80 ms with its time, to find what stalled.
 Set DISPLAY and BENCH_PLATFORM=xcb to measure on a real (or Xvfb) display; offscreen otherwise.
@@ -29,6 +37,7 @@ Set DISPLAY and BENCH_PLATFORM=xcb to measure on a real (or Xvfb) display; offsc
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -178,6 +187,23 @@ class BenchWindow(MainWindow):
                 pane.shown_graph = None
             self._start("expand_whole", "before", lambda: self.open_scopes({self._opened}))
             return
+        if "step20_s" not in marks:
+            self._until_idle("step20", [lambda: self.step_match(1)] * 20)
+            return
+        if "refuse_s" not in marks:
+            config = self.session.config
+            toggled = next(p for p in config.pass_ids() if not config.get_pass(p).general)
+            marks["refused_pass"] = toggled
+            self._until_idle("refuse", [lambda: self.set_config(config.with_pass(toggled, False))])
+            return
+        if collapsed and "expand_all_s" not in marks:
+            self._never_opened = sorted(collapsed - {self._opened})[0]
+            self._until_idle("expand_all", [lambda: self.session.set_collapsed("before", frozenset())])
+            return
+        if "expand_all_s" in marks and "collapse_one_s" not in marks:
+            self._until_idle("collapse_one",
+                             [lambda: self.session.set_collapsed("before", frozenset({self._never_opened}))])
+            return
         marks["relayout_s"] = min(r[0] for r in self.relayouts)
         marks["relayout_stall_s"] = max(r[1] for r in self.relayouts)
         marks["scene_s"] = max(self.scene_s)
@@ -188,6 +214,22 @@ class BenchWindow(MainWindow):
         ticks = self.heart.ticks
         marks["long_gaps"] = [(round(a - origin, 3), round(b - a, 3)) for a, b in zip(ticks, ticks[1:]) if b - a > 0.08]
         QApplication.instance().quit()
+
+    def _until_idle(self, name, actions):
+        start = time.perf_counter()
+
+        def run(remaining):
+            if not self.is_idle():
+                QTimer.singleShot(10, lambda: run(remaining))
+            elif remaining:
+                remaining[0]()
+                QTimer.singleShot(10, lambda: run(remaining[1:]))
+            else:
+                end = time.perf_counter()
+                marks[f"{name}_s"] = end - start
+                marks[f"{name}_stall_s"] = self.heart.longest_gap(start, end)
+                QTimer.singleShot(100, self._next)
+        run(list(actions))
 
     def _scope_with_a_fused_node(self, collapsed):
         # the middle one of the collapsed scopes that hold a fused node in the after pane (else of all)
@@ -223,13 +265,14 @@ def model_file(name: str, directory: Path) -> str:
     return name
 
 
-def measure(name: str) -> dict:
+def measure(name: str, root: Path = ROOT) -> dict:
+    """One model opened in a fresh process of the checkout at `root` (its own gui and main)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", QT_QPA_PLATFORM=os.environ.get("BENCH_PLATFORM", "offscreen"))
     with tempfile.TemporaryDirectory() as tmp:
         spec = model_file(name, Path(tmp))
         spawned = time.time()
         out = subprocess.run([sys.executable, "-c", CHILD, spec, repr(spawned)], capture_output=True, text=True,
-                             cwd=ROOT, env=env, timeout=900)
+                             cwd=root, env=env, timeout=900)
     lines = [line for line in out.stdout.splitlines() if line.startswith("BENCH ")]
     if out.returncode != 0 or not lines:
         raise RuntimeError(f"{name}: benchmark child failed:\n{out.stderr[-2000:]}")
@@ -240,21 +283,30 @@ def ms(value: float | None) -> str:
     return "-" if value is None else f"{value * 1000:.0f}"
 
 
-def main(names: list[str]) -> None:
+def main(names: list[str], before: Path | None = None, repeat: int = 1) -> None:
     names = names or ["mobilenet_v2", "resnet50", "densenet121", "synthetic:19500"]
     columns = ["model", "nodes", "boxes", "shown s", "painted s", "after s", "relayout s", "stall ms",
-               "open stall ms", "scene ms", "expand ms", "stall ms", "collapse ms", "stall ms", "expand whole ms",
-               "stall ms", "fused ms", "stall ms"]
+               "open stall ms", "scene ms"]
+    steps = ("expand", "collapse", "expand_whole", "fused", "step20", "refuse", "expand_all", "collapse_one")
+    columns += [f"{column} ms" for step in steps for column in (step.replace("_", " "), "stall")]
     print(" | ".join(columns))
+    checkouts = [("before", before), ("", ROOT)] if before else [("", ROOT)]
     for name in names:
-        r = measure(name)
-        row = [r["name"], f"{r['nodes']}", f"{r['drawn_boxes']}", f"{r['shown']:.2f}", f"{r['painted']:.2f}",
-               f"{r['after']:.2f}", f"{r['relayout_s']:.3f}", ms(r["relayout_stall_s"]), ms(r["open_stall_s"]),
-               ms(r["scene_s"])]
-        for step in ("expand", "collapse", "expand_whole", "fused"):
-            row += [ms(r.get(f"{step}_s")), ms(r.get(f"{step}_stall_s"))]
-        print(" | ".join(row) + f"   ({r['engine']})", flush=True)
+        for _ in range(repeat):
+            for label, root in checkouts:
+                r = measure(name, root)
+                row = [f"{r['name']}{f' ({label})' if label else ''}", f"{r['nodes']}", f"{r['drawn_boxes']}",
+                       f"{r['shown']:.2f}", f"{r['painted']:.2f}", f"{r['after']:.2f}", f"{r['relayout_s']:.3f}",
+                       ms(r["relayout_stall_s"]), ms(r["open_stall_s"]), ms(r["scene_s"])]
+                for step in steps:
+                    row += [ms(r.get(f"{step}_s")), ms(r.get(f"{step}_stall_s"))]
+                print(" | ".join(row) + f"   ({r['engine']})", flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("models", nargs="*", help="sample names, model files or synthetic:N")
+    parser.add_argument("--before", type=Path, metavar="DIR", help="also this checkout, alternated in the same run")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per model (and checkout)")
+    args = parser.parse_args()
+    main(args.models, args.before, args.repeat)
