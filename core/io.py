@@ -30,14 +30,19 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes | Iterable[byte
     """Write via a temp file + rename. `protect` names an input that must not be overwritten. `data` may
     come in pieces (a big graph serialized a node at a time is never held whole)."""
     target = check_output_path(path, protect=protect)
+    tmp: str | None = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             f.writelines([data] if isinstance(data, bytes) else data)
         os.replace(tmp, target)
+        tmp = None
     except OSError as e:
         raise FuseLensError(f"{target}: cannot write ({e.strerror})") from None
+    finally:
+        if tmp is not None:  # the write failed (or the pieces raised): leave no temp file behind
+            Path(tmp).unlink(missing_ok=True)
     return target
 
 

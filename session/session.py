@@ -235,8 +235,7 @@ class Session:
         """The fused GraphDef, written atomically; never over the model it came from."""
         pipeline = self._need_pipeline()
         protect = self.model.path if Path(self.model.path).exists() else None
-        return write_bytes_atomic(path, pipeline.fused.graph_def.SerializeToString(deterministic=True),
-                                  protect=protect)
+        return write_bytes_atomic(path, pipeline.fused.serialized(), protect=protect)
 
     def export_report(self, path: str | Path) -> Path:
         """The fuse report (matches, near misses, op histograms) as JSON."""
