@@ -52,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 CHILD = r"""
 import json, os, sys, time
 spawned = float(sys.argv[2])
+ORIGIN = time.perf_counter() - (time.time() - spawned)  # perf_counter at process start
 marks = {"python_started": time.time() - spawned}
 
 import gui.app
@@ -68,8 +69,10 @@ class Heartbeat:
         self.timer.start()
 
     def longest_gap(self, start=None, end=None):
-        t = [x for x in self.ticks if (start is None or x >= start) and (end is None or x <= end)]
-        return max((b - a for a, b in zip(t, t[1:])), default=0.0)
+        """The longest gap between ticks that overlaps [start, end] (one that runs past either end counts)."""
+        t = self.ticks
+        return max((b - a for a, b in zip(t, t[1:]) if (start is None or b > start) and (end is None or a < end)),
+                   default=0.0)
 
 class BenchWindow(MainWindow):
     def __init__(self, **kwargs):
@@ -123,7 +126,7 @@ class BenchWindow(MainWindow):
         return True
 
     def _before_painted(self):
-        if self._step_painted("before"):
+        if self._step_painted("before") or (self._step is not None and self._step[1] is None):
             return
         view = self.before
         visible = view.mapToScene(view.viewport().rect()).boundingRect()
@@ -210,13 +213,13 @@ class BenchWindow(MainWindow):
         marks["nodes"] = len(self.session.model.graph)
         marks["engine_relayout"] = self.panes["before"].shown.engine
         self.close()
-        origin = time.perf_counter() - (time.time() - spawned)  # perf_counter at process start
         ticks = self.heart.ticks
-        marks["long_gaps"] = [(round(a - origin, 3), round(b - a, 3)) for a, b in zip(ticks, ticks[1:]) if b - a > 0.08]
+        marks["long_gaps"] = [(round(a - ORIGIN, 3), round(b - a, 3)) for a, b in zip(ticks, ticks[1:]) if b - a > 0.08]
         QApplication.instance().quit()
 
     def _until_idle(self, name, actions):
         start = time.perf_counter()
+        self._step = (name, None, start)  # no fit of the before pane meanwhile (a user's view stays)
 
         def run(remaining):
             if not self.is_idle():
@@ -228,6 +231,8 @@ class BenchWindow(MainWindow):
                 end = time.perf_counter()
                 marks[f"{name}_s"] = end - start
                 marks[f"{name}_stall_s"] = self.heart.longest_gap(start, end)
+                marks[f"{name}_at"] = [round(start - ORIGIN, 3), round(end - ORIGIN, 3)]
+                self._step = None
                 QTimer.singleShot(100, self._next)
         run(list(actions))
 
