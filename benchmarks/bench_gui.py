@@ -68,8 +68,7 @@ class Heartbeat:
         self.timer.timeout.connect(lambda: self.ticks.append(time.perf_counter()))
         self.timer.start()
 
-    def longest_gap(self, start=None, end=None):
-        """The longest gap between ticks that overlaps [start, end] (one that runs past either end counts)."""
+    def longest_gap(self, start=None, end=None):  # of the gaps overlapping [start, end], one past either end too
         t = self.ticks
         return max((b - a for a, b in zip(t, t[1:]) if (start is None or b > start) and (end is None or a < end)),
                    default=0.0)
