@@ -60,7 +60,8 @@ def run_fuse(args: argparse.Namespace) -> int:
     for out in (args.output, args.report, args.ledger):  # refuse before any work or any write
         if out:
             check_output_path(out, protect=protect)
-    pipeline = run_pipeline(model.graph, config)
+    # Only the JSON report carries explanations: without one they are not built (time and memory).
+    pipeline = run_pipeline(model.graph, config, explain=bool(args.report or args.json))
     report = build_report(pipeline, model=args.model)
     if args.output:
         write_bytes_atomic(args.output, pipeline.fused.serialized(),

@@ -17,8 +17,8 @@ Per family:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from core import proto
 from core.graph import FORWARDING_OPS, Graph, TensorRef
 from core.provenance import Rewrite
 from passes.base import Match, PassResult, describe_error
+
+if TYPE_CHECKING:
+    from passes.scope.scope_tree import ScopeTree
 
 # Ops that are not kernels: weights, reads of weights and shape arguments.
 NOT_KERNELS = FORWARDING_OPS | {"Const", "NoOp", "Placeholder"}
@@ -271,13 +274,16 @@ FUSED_OP_FORMULAS = {
 }
 
 
-def explain_scope(before: Graph, after: Graph, match: Match, rewrite: Rewrite | None, pass_cls: type) -> dict[str, Any]:
-    """The census of each fused scope against the rule's features, the fused op's formula and wiring."""
+def explain_scope(before: Graph, after: Graph, match: Match, rewrite: Rewrite | None, pass_cls: type,
+                  tree: ScopeTree | None = None) -> dict[str, Any]:
+    """The census of each fused scope against the rule's features, the fused op's formula and wiring.
+
+    `tree` is `before`'s scope tree when the caller has it (one per graph, not one per match)."""
     from passes.scope.features import NodeOpTypeFeature, ScopeContext
     from passes.scope.scope_tree import ScopeTree
 
     rule = pass_cls.rule
-    tree = ScopeTree(before)
+    tree = tree if tree is not None else ScopeTree(before)
     context = ScopeContext(before, {})
     census = []
     for sub_type, scope_name in match.bindings.items():
@@ -433,9 +439,10 @@ def _is_tensor_input(graph: Graph, ref: TensorRef) -> bool:
 
 # ---- dispatch -----------------------------------------------------------------------------
 def explain_match(before: Graph, after: Graph, rewrite: Rewrite | None, match: Match,
-                  pass_cls: type) -> dict[str, Any]:
+                  pass_cls: type, scope_tree: Callable[[], ScopeTree] | None = None) -> dict[str, Any]:
     """The explanation of one match, from the graph the pass saw (`before`), the one it produced and
-    the match's rewrite (None when it was not rewritten)."""
+    the match's rewrite (None when it was not rewritten). `scope_tree()` gives `before`'s scope tree
+    to a scope match (built once by the caller for all of a pass's matches)."""
     family = getattr(pass_cls, "family", "")
     if family == "amct":
         if "factor" in match.bindings:
@@ -444,7 +451,7 @@ def explain_match(before: Graph, after: Graph, rewrite: Rewrite | None, match: M
             return explain_small_op_bn(before, after, match, rewrite)
         return explain_bn_fold(before, after, match, rewrite)
     if family == "scope" and hasattr(pass_cls, "rule"):
-        return explain_scope(before, after, match, rewrite, pass_cls)
+        return explain_scope(before, after, match, rewrite, pass_cls, scope_tree() if scope_tree else None)
     if family == "autofuse":
         return explain_autofuse(before, after, match, rewrite)
     return {"family": family, "kind": "other", "title": match.summary}
@@ -453,10 +460,19 @@ def explain_match(before: Graph, after: Graph, rewrite: Rewrite | None, match: M
 def attach_explanations(before: Graph, after: Graph, result: PassResult, pass_cls: type) -> None:
     """Set `match.explanation` on every match of the result; one that cannot be explained says why
     (an explanation never fails the fusion)."""
+    from passes.scope.scope_tree import ScopeTree
+
     rewrites = {r.match_index: r for r in reversed(result.rewrites)}  # the first per match, in one pass
+    trees: list[ScopeTree] = []  # `before`'s scope tree, built for the first scope match only
+
+    def scope_tree() -> ScopeTree:
+        if not trees:
+            trees.append(ScopeTree(before))
+        return trees[0]
+
     for match in result.matches:
         try:
-            match.explanation = explain_match(before, after, rewrites.get(match.index), match, pass_cls)
+            match.explanation = explain_match(before, after, rewrites.get(match.index), match, pass_cls, scope_tree)
         except Exception as e:  # an odd graph must not stop the pipeline
             match.explanation = {"family": getattr(pass_cls, "family", ""), "kind": "unavailable",
                                  "title": match.summary, "error": f"no explanation: {describe_error(e)}"}

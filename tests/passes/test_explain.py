@@ -212,3 +212,39 @@ def test_report_carries_explanations(pipelines):
     report = build_report(pipelines("demo"))
     matches = [m for p in report["passes"] for m in p["matches"]]
     assert matches and all("explanation" in m and "error" not in m["explanation"] for m in matches)
+
+
+def test_scope_matches_share_one_scope_tree(load_sample, monkeypatch):
+    """A pass's scope matches are explained from one tree of the graph it saw, not one tree per match."""
+    import passes.scope.scope_tree as scope_tree
+
+    built = []
+
+    class CountedTree(scope_tree.ScopeTree):
+        def __init__(self, graph):
+            built.append(graph)
+            super().__init__(graph)
+
+    monkeypatch.setattr(scope_tree, "ScopeTree", CountedTree)
+    pipeline = run_pipeline(load_sample("bert_layernorm"))
+    matches = matches_of(pipeline, "ScopeLayerNormPass")
+    assert len(matches) == 2 and all(m.explanation["kind"] == "scope" for m in matches)
+    assert built == [pipeline.original]
+
+
+def test_fuse_builds_explanations_only_for_a_json_report(tmp_path, monkeypatch, capsys):
+    import json
+
+    import passes.explain
+    from cli import main as cli_main
+
+    explained = []
+    attach = passes.explain.attach_explanations
+    monkeypatch.setattr(passes.explain, "attach_explanations", lambda *a: explained.append(a[-1].id) or attach(*a))
+    assert cli_main(["fuse", "conv_bn", "-o", str(tmp_path / "fused.pb")]) == 0
+    assert explained == []
+    report_path = tmp_path / "report.json"
+    assert cli_main(["fuse", "conv_bn", "--report", str(report_path)]) == 0
+    conv_bn = next(p for p in json.loads(report_path.read_text())["passes"] if p["pass"] == "ConvBatchnormFusionPass")
+    assert "ConvBatchnormFusionPass" in explained and conv_bn["matches"][0]["explanation"]["kind"] == "conv_bn"
+    capsys.readouterr()
