@@ -52,7 +52,7 @@ def run_passes(args: argparse.Namespace) -> int:
 def run_fuse(args: argparse.Namespace) -> int:
     from passes.config import PassConfig
     from passes.registry import run_pipeline
-    from passes.report import build_report, format_report
+    from passes.report import build_report, format_pipeline, format_report
 
     config = PassConfig.from_args(args)  # a bad option or rule file fails before the model loads
     model = load_model(args.model)
@@ -60,9 +60,11 @@ def run_fuse(args: argparse.Namespace) -> int:
     for out in (args.output, args.report, args.ledger):  # refuse before any work or any write
         if out:
             check_output_path(out, protect=protect)
-    # Only the JSON report carries explanations: without one they are not built (time and memory).
-    pipeline = run_pipeline(model.graph, config, explain=bool(args.report or args.json))
-    report = build_report(pipeline, model=args.model)
+    # Only the JSON report carries every match and its explanation: without one, neither is built
+    # (on a big graph they cost seconds and tens of MB) and the printed summary comes from the pipeline.
+    wants_json = bool(args.report or args.json)
+    pipeline = run_pipeline(model.graph, config, explain=wants_json)
+    report = build_report(pipeline, model=args.model) if wants_json else None
     if args.output:
         write_bytes_atomic(args.output, pipeline.fused.serialized(),
                            protect=protect)
@@ -76,7 +78,7 @@ def run_fuse(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report)
     else:
-        print(format_report(report))
+        print(format_report(report) if report is not None else format_pipeline(pipeline, model=args.model))
         for written in (args.output, args.ledger):
             if written:
                 print(f"wrote {written}", file=sys.stderr)

@@ -45,15 +45,32 @@ def _pass_json(result: PassResult) -> dict[str, Any]:
 
 
 def format_report(report: dict[str, Any]) -> str:
-    lines = [f"{report['model']}: {report['nodes_before']} -> {report['nodes_after']} nodes "
-             f"in {report['seconds'] * 1000:.0f} ms"]
-    for p in report["passes"]:
-        counts = f"{len(p['matches']):4d} matches {len(p['near_misses']):4d} near misses"
-        lines.append(f"  {p['pass']:40s} {counts}" + (f" {len(p['skipped'])} skipped" if p["skipped"] else ""))
-        lines += [f"      ! {error}" for error in p["errors"]]
-        lines += [f"      ~ {n['anchor']}: {n['reason']}" for n in p["near_misses"][:5]]
-        if len(p["near_misses"]) > 5:
-            lines.append(f"      ~ ... {len(p['near_misses']) - 5} more in the report")
-    if report["op_diff"]:
-        lines.append("op counts: " + ", ".join(report["op_diff"]))
+    return _summary(report["model"], report["nodes_before"], report["nodes_after"], report["seconds"],
+                    [(p["pass"], len(p["matches"]), [(n["anchor"], n["reason"]) for n in p["near_misses"]],
+                      len(p["skipped"]), p["errors"]) for p in report["passes"]], report["op_diff"])
+
+
+def format_pipeline(pipeline: PipelineResult, *, model: str = "") -> str:
+    """format_report(build_report(pipeline)) without the report: no JSON of every match (a big graph's
+    matches cost megabytes as JSON, and the printed summary only counts them)."""
+    return _summary(model or pipeline.original.source, len(pipeline.original), len(pipeline.fused),
+                    round(pipeline.seconds, 6),
+                    [(r.pass_id, len(r.matches), [(n.anchor, n.reason) for n in r.near_misses], len(r.skipped),
+                      r.errors) for r in pipeline.results],
+                    op_count_diff(pipeline.original.op_histogram(), pipeline.fused.op_histogram()))
+
+
+def _summary(model: str, nodes_before: int, nodes_after: int, seconds: float,
+             passes: list[tuple[str, int, list[tuple[str, str]], int, list[str]]], op_diff: list[str]) -> str:
+    """The printed summary: per pass (id, matches, near misses as (anchor, reason), skipped, errors)."""
+    lines = [f"{model}: {nodes_before} -> {nodes_after} nodes in {seconds * 1000:.0f} ms"]
+    for pass_id, matches, near_misses, skipped, errors in passes:
+        counts = f"{matches:4d} matches {len(near_misses):4d} near misses"
+        lines.append(f"  {pass_id:40s} {counts}" + (f" {skipped} skipped" if skipped else ""))
+        lines += [f"      ! {error}" for error in errors]
+        lines += [f"      ~ {anchor}: {reason}" for anchor, reason in near_misses[:5]]
+        if len(near_misses) > 5:
+            lines.append(f"      ~ ... {len(near_misses) - 5} more in the report")
+    if op_diff:
+        lines.append("op counts: " + ", ".join(op_diff))
     return "\n".join(lines)

@@ -248,3 +248,11 @@ def test_fuse_builds_explanations_only_for_a_json_report(tmp_path, monkeypatch, 
     conv_bn = next(p for p in json.loads(report_path.read_text())["passes"] if p["pass"] == "ConvBatchnormFusionPass")
     assert "ConvBatchnormFusionPass" in explained and conv_bn["matches"][0]["explanation"]["kind"] == "conv_bn"
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("sample", ["demo", "keras_bn_small_ops", "conv_bn_training"])
+def test_printed_summary_without_a_report_is_the_reports(pipelines, sample):
+    from passes.report import build_report, format_pipeline, format_report
+
+    pipeline = pipelines(sample)
+    assert format_pipeline(pipeline, model=sample) == format_report(build_report(pipeline, model=sample))
