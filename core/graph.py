@@ -139,9 +139,11 @@ class Graph:
             if name in self.nodes:
                 duplicates.append(name)
             self.nodes[name] = node
+        # Edge indexes hold tuples, not lists: a big graph has two per node, and a short tuple takes
+        # less than half the memory of a list (no separate, over-allocated item array).
         parsed = {} if kept is None else {name: refs for name, refs in kept._inputs.items() if name not in changed}
-        self._inputs: dict[str, list[TensorRef]] = {
-            name: parsed[name] if name in parsed else [TensorRef.parse(s) for s in node.input]
+        self._inputs: dict[str, tuple[TensorRef, ...]] = {
+            name: parsed[name] if name in parsed else tuple(map(TensorRef.parse, node.input))
             for name, node in self.nodes.items()
         }
         kept_readers: set[str] = set()  # producers whose readers are exactly those they had in `kept`
@@ -149,16 +151,20 @@ class Graph:
             touched = {ref.node for name in changed for refs in (kept._inputs.get(name, ()), self._inputs.get(name, ()))
                        for ref in refs}
             kept_readers = (kept._consumers.keys() | kept._control_consumers.keys()) - touched
-        self._consumers: dict[str, list[Consumer]] = defaultdict(list)
-        self._control_consumers: dict[str, list[str]] = defaultdict(list)
+        consumers: dict[str, list[Consumer]] = defaultdict(list)
+        control_consumers: dict[str, list[str]] = defaultdict(list)
         for name, refs in self._inputs.items():
             for index, ref in enumerate(refs):
                 if ref.node in kept_readers:
                     continue  # shared with `kept` below
                 if ref.control:
-                    self._control_consumers[ref.node].append(name)
+                    control_consumers[ref.node].append(name)
                 else:
-                    self._consumers[ref.node].append(Consumer(name, index, ref.port))
+                    consumers[ref.node].append(Consumer(name, index, ref.port))
+        self._consumers: dict[str, tuple[Consumer, ...]] = {producer: tuple(c) for producer, c in consumers.items()}
+        self._control_consumers: dict[str, tuple[str, ...]] = {
+            producer: tuple(c) for producer, c in control_consumers.items()}
+        del consumers, control_consumers  # freed before validate's topological sort allocates
         if kept is not None:
             for own, shared in ((self._consumers, kept._consumers), (self._control_consumers, kept._control_consumers)):
                 own.update((producer, shared[producer]) for producer in kept_readers if producer in shared)
@@ -283,16 +289,16 @@ class Graph:
 
     def consumers(self, name: str, port: int | None = None) -> list[Consumer]:
         """Data consumers of a node's outputs (of one `port` if given)."""
-        found = self._consumers.get(name, [])
-        return found if port is None else [c for c in found if c.port == port]
+        found = self._consumers.get(name, ())
+        return list(found) if port is None else [c for c in found if c.port == port]
 
     def control_consumers(self, name: str) -> list[str]:
-        return self._control_consumers.get(name, [])
+        return list(self._control_consumers.get(name, ()))
 
     def consumer_nodes(self, name: str) -> list[str]:
         """Distinct nodes that read any output of `name` (data or control), in graph order."""
-        seen = dict.fromkeys(c.node for c in self.consumers(name))
-        seen.update(dict.fromkeys(self.control_consumers(name)))
+        seen = dict.fromkeys(c.node for c in self._consumers.get(name, ()))
+        seen.update(dict.fromkeys(self._control_consumers.get(name, ())))
         return list(seen)
 
     def attr(self, name: str, key: str, default: Any = None) -> Any:

@@ -24,7 +24,7 @@ from core.graph import FORWARDING_OPS, Graph, GraphEditor, TensorRef
 from core.provenance import Rewrite
 
 
-@dataclass
+@dataclass(slots=True)  # slots: a big graph has thousands of matches (no per-instance dict)
 class Match:
     """A structure the pass will rewrite."""
 
@@ -52,7 +52,7 @@ class Match:
                 **({"explanation": self.explanation} if self.explanation is not None else {})}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Culprit:
     """What broke a near miss, on the graph: the nodes at fault and, when the failure is an edge (an
     intermediate read outside the match, a cycle, a non-constant input), that edge as (producer,
@@ -86,7 +86,7 @@ def reading_edge(graph: Graph, node: str, readers: Iterable[str] = ()) -> tuple[
     return None if reader is None else (node, reader)
 
 
-@dataclass
+@dataclass(slots=True)
 class NearMiss:
     """A structure that looks like the pattern but fails a condition, with the reason in words.
 
