@@ -206,10 +206,13 @@ class Graph:
             payload = node.SerializeToString(deterministic=True)
             yield _record_head(1, len(payload))
             yield payload
-        rest = proto.GraphDef()
-        rest.library.CopyFrom(self.library)
-        rest.versions.CopyFrom(self.versions)
-        yield rest.SerializeToString(deterministic=True)
+        # Then library (field 2) and versions (field 4), each set (so written even when empty) as
+        # `graph_def` sets them, serialized in place: a copy of the library first would hold a second
+        # library (a big graph's AutoFuse functions) in memory.
+        for field, message in ((2, self.library), (4, self.versions)):
+            payload = message.SerializeToString(deterministic=True)
+            yield _record_head(field, len(payload))
+            yield payload
 
     def adopt_shapes(self, shapes: dict[tuple[str, int], tuple[int | None, ...] | None]) -> None:
         """Take output shapes computed elsewhere (another process's `ensure_shapes()` of this graph)."""
