@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_passes.py [--sizes 1000,5000,20000,50000] [--repeat 3]
     .venv/bin/python benchmarks/bench_passes.py --process 20000 [--repeat 3]
     .venv/bin/python benchmarks/bench_passes.py --profile 20000
+    .venv/bin/python benchmarks/bench_passes.py --memory 20000
 
 Graphs: chains of Keras-style blocks built as a GraphDef with core.nodes (no TensorFlow needed to
 build them): Conv2D + Keras small-op BatchNorm (weights and statistics read through
@@ -24,6 +25,11 @@ Memory, from each process's peak RSS (`ru_maxrss`): a fuse process's growth is i
 RSS once it has imported what `fuse` imports before it reads the model (TensorFlow too where that
 checkout's command line imports it up front), set against the GraphDef's size in memory, the RSS
 growth of a process that parses the .pb into a GraphDef (and its protobuf `ByteSize`, the wire size).
+
+`--memory N`: in a child process, what `fuse`'s memory is made of on N nodes, step by step (RSS
+after parsing, indexing, the passes and the write), the Python objects alive at the end by owner
+(deep sizes), and how much of the RSS is live: Python's small-object allocator's live bytes against
+the arenas it holds, and glibc's bytes in use against those it keeps free.
 """
 
 from __future__ import annotations
@@ -149,6 +155,111 @@ print(rss() - before, gd.ByteSize() / 2**20)
 """
 
 
+MEMORY = r"""
+import contextlib, ctypes, gc, os, re, sys, tempfile
+sys.path.insert(0, os.getcwd())
+from core import proto
+from core.graph import Graph
+from core.io import write_bytes_atomic
+from passes.registry import catalog, run_pipeline
+
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+class MallInfo(ctypes.Structure):
+    _fields_ = [(f, ctypes.c_size_t)
+                for f in "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = MallInfo
+
+def allocators():
+    # (pymalloc live MB, pymalloc arenas MB, glibc in use MB, glibc free but kept MB)
+    with tempfile.TemporaryFile("w+") as f:
+        saved = os.dup(2)
+        os.dup2(f.fileno(), 2)
+        sys._debugmallocstats()
+        os.dup2(saved, 2)
+        os.close(saved)
+        f.seek(0)
+        text = f.read()
+    live = int(re.search(r"# bytes in allocated blocks\s+=\s+([\d,]+)", text).group(1).replace(",", ""))
+    arenas = int(re.search(r"# arenas allocated current\s+=\s+(\d+)", text).group(1))
+    m = libc.mallinfo2()
+    return live / 2**20, arenas, (m.uordblks + m.hblkhd) / 2**20, m.fordblks / 2**20
+
+def deep(root, seen):
+    total, stack = 0, [root]
+    while stack:
+        o = stack.pop()
+        if id(o) in seen or isinstance(o, type):
+            continue
+        seen.add(id(o))
+        total += sys.getsizeof(o)
+        if isinstance(o, dict):
+            stack += [*o.keys(), *o.values()]
+        elif isinstance(o, (list, tuple, set, frozenset)):
+            stack += o
+        elif hasattr(o, "__dict__"):
+            stack.append(o.__dict__)
+        elif hasattr(o, "__slots__"):
+            stack += [getattr(o, a) for a in o.__slots__ if hasattr(o, a)]
+    return total / 2**20
+
+catalog()
+start, alloc0 = rss(), allocators()
+def step(what):
+    a = allocators()
+    print(f"| {what} | {rss() - start:.1f} | {a[0] - alloc0[0]:.1f} | {a[1] - alloc0[1]} | {a[2] - alloc0[2]:.1f} "
+          f"| {a[3] - alloc0[3]:.1f} |")
+print("| after | RSS growth MB | pymalloc live MB | pymalloc arenas MB | glibc in use MB | glibc kept free MB |")
+print("|---|---:|---:|---:|---:|---:|")
+data = open(sys.argv[1], "rb").read()
+graph_def = proto.GraphDef.FromString(data)
+del data
+step("parsing the .pb")
+graph = Graph(graph_def, source=sys.argv[1])
+step("indexing it (Graph)")
+pipeline = run_pipeline(graph, explain=False)
+gc.collect()
+step("the default passes")
+write_bytes_atomic(sys.argv[2], pipeline.fused.serialized())
+step("writing the fused .pb")
+seen = {id(name) for name in graph.nodes}
+names = sum(sys.getsizeof(name) for name in graph.nodes) / 2**20
+print(f"\nPython objects alive at the end (deep sizes, MB): node names {names:.1f}")
+for label, g in (("input graph", graph), ("fused graph", pipeline.fused)):
+    parts = {a: deep(g.__dict__[a], seen) for a in ("nodes", "_inputs", "_consumers", "_control_consumers",
+             "_graph_index", "_topological", "_topological_index", "_const_values") if a in g.__dict__}
+    shown = ", ".join(f"{a.strip('_')} {v:.1f}" for a, v in parts.items())
+    print(f"  {label}: {sum(parts.values()):.1f} ({shown})")
+results = {kind: deep([getattr(r, kind) for r in pipeline.results], seen)
+           for kind in ("matches", "near_misses", "rewrites")}
+print("  pass results: " + ", ".join(f"{k} {v:.1f}" for k, v in results.items()))
+del g
+print("\nLive memory freed by dropping, in this order (pymalloc live MB + glibc in use MB):")
+def drop(what):
+    global last
+    gc.collect()
+    now = allocators()
+    print(f"  {what}: {last[0] - now[0]:.1f} + {last[2] - now[2]:.1f} = {last[0] - now[0] + last[2] - now[2]:.1f}")
+    last = now
+last = allocators()
+pipeline.results.clear()
+drop("the pass results (matches, near misses, rewrites)")
+fused_nodes, fused_functions = len(pipeline.fused), len(pipeline.fused.library.function)
+pipeline.fused = None
+drop(f"the fused graph ({fused_nodes:,} nodes, {fused_functions} functions: its protobuf and its indexes)")
+del pipeline, graph
+drop("the input graph's indexes (Graph)")
+del graph_def
+drop("the input GraphDef")
+before = rss()
+fused = proto.GraphDef.FromString(open(sys.argv[2], "rb").read())
+print(f"the fused GraphDef parsed afresh: {rss() - before:.1f} MB RSS")
+"""
+
+
 @dataclass
 class Runs:
     """One kind of process, run several times: (wall s, CPU s, numbers it printed) per run."""
@@ -217,10 +328,17 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--process", metavar="N[,M...]", help="compare whole processes on graphs of these sizes")
     parser.add_argument("--before", type=Path, metavar="DIR", help="with --process: also the fuse of this checkout")
     parser.add_argument("--profile", type=int, metavar="N", help="cProfile the default pipeline on N nodes")
+    parser.add_argument("--memory", type=int, metavar="N", help="what fuse's memory is made of on N nodes")
     args = parser.parse_args(argv)
     if args.process:
         for nodes in args.process.split(","):
             compare_processes(int(nodes), args.repeat, args.before)
+        return
+    if args.memory:
+        with tempfile.TemporaryDirectory() as tmp:
+            pb = Path(tmp, "graph.pb")
+            pb.write_bytes(keras_blocks(args.memory).to_bytes())
+            subprocess.run([sys.executable, "-c", MEMORY, str(pb), str(Path(tmp, "fused.pb"))], cwd=ROOT, check=True)
         return
     if args.profile:
         from passes.registry import run_pipeline
