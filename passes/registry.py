@@ -138,7 +138,7 @@ def default_pass_ids() -> list[str]:
 class _ComposedProvenance:
     """`PipelineResult.provenance`: the one given, else composed from the original graph's nodes and
     the results' rewrites when first read. A per-node origin table costs ~6 MB on a 20k-node graph,
-    and `fuse` without a ledger never reads it."""
+    and `fuse` never reads it (its report and ledger do not need it)."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.slot = f"_{name}"
