@@ -14,6 +14,7 @@ Passes return new graphs; the graph they receive is never modified.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
@@ -22,6 +23,12 @@ from typing import Any, ClassVar
 
 from core.graph import FORWARDING_OPS, Graph, GraphEditor, TensorRef
 from core.provenance import Rewrite
+
+
+def interned(names: Iterable[str]) -> tuple[str, ...]:
+    """Node names as the graph's own string objects (sys.intern): a name read from a NodeDef is a new
+    string each time, and a big graph's matches and near misses hold tens of thousands of names."""
+    return tuple(map(sys.intern, names))
 
 
 @dataclass(slots=True)  # slots: a big graph has thousands of matches (no per-instance dict)
@@ -39,6 +46,11 @@ class Match:
     index: int = -1  # position in the pass's match list, set by the engine
     # The match explained with its own numbers (passes/explain.py), set once the pass has run.
     explanation: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        self.anchor, self.nodes = sys.intern(self.anchor), interned(self.nodes)
+        self.outputs, self.weights = interned(self.outputs), interned(self.weights)
+        self.bindings = {role: sys.intern(name) for role, name in self.bindings.items()}
 
     @property
     def id(self) -> str:
@@ -101,6 +113,8 @@ class NearMiss:
     bindings: dict[str, str] = field(default_factory=dict)  # role -> node, when the pattern got that far
 
     def __post_init__(self) -> None:
+        self.anchor, self.nodes = sys.intern(self.anchor), interned(self.nodes)
+        self.bindings = {role: sys.intern(name) for role, name in self.bindings.items()}
         if isinstance(self.reason, Reason):
             if self.culprit == Culprit():
                 self.culprit = self.reason.culprit
