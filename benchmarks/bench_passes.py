@@ -254,9 +254,11 @@ del pipeline, graph
 drop("the input graph's indexes (Graph)")
 del graph_def
 drop("the input GraphDef")
-before = rss()
-fused = proto.GraphDef.FromString(open(sys.argv[2], "rb").read())
-print(f"the fused GraphDef parsed afresh: {rss() - before:.1f} MB RSS")
+data = open(sys.argv[2], "rb").read()
+last = allocators()
+fused = proto.GraphDef.FromString(data)
+now = allocators()
+print(f"the fused GraphDef parsed afresh: {now[0] - last[0] + now[2] - last[2]:.1f} MB (pymalloc live + glibc in use)")
 """
 
 
