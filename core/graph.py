@@ -119,9 +119,10 @@ class Graph:
         self._index(graph_def.node, graph_def.library, graph_def.versions, source, validate)
 
     @classmethod
-    def _assembled(cls, nodes: Iterable[proto.NodeDef], library: proto.FunctionDefLibrary, versions: Any, source: str,
-                   validate: bool, kept: Graph, changed: Collection[str]) -> Graph:
-        """A graph of these NodeDefs, with no GraphDef until one is asked for, that shares what it can
+    def _assembled(cls, nodes: dict[str, proto.NodeDef], library: proto.FunctionDefLibrary, versions: Any,
+                   source: str, validate: bool, kept: Graph, changed: Collection[str]) -> Graph:
+        """A graph of these NodeDefs (by interned name; the dict becomes the graph's), with no GraphDef
+        until one is asked for, that shares what it can
         with `kept`, the graph it was edited from: the parsed inputs of every node not in `changed`
         (changed, added or removed), and the reader lists of every producer those nodes do not read."""
         graph = cls.__new__(cls)
@@ -129,33 +130,40 @@ class Graph:
         graph._index(nodes, library, versions, source, validate, kept, changed)
         return graph
 
-    def _index(self, nodes: Iterable[proto.NodeDef], library: proto.FunctionDefLibrary, versions: Any, source: str,
-               validate: bool, kept: Graph | None = None, changed: Collection[str] = ()) -> None:
+    def _index(self, nodes: Iterable[proto.NodeDef] | dict[str, proto.NodeDef], library: proto.FunctionDefLibrary,
+               versions: Any, source: str, validate: bool, kept: Graph | None = None,
+               changed: Collection[str] = ()) -> None:
         self.library, self.versions, self.source = library, versions, source
-        self.nodes: dict[str, proto.NodeDef] = {}
         duplicates: list[str] = []
-        for node in nodes:
-            name = sys.intern(node.name)  # one string per name, however many edges name it
-            if name in self.nodes:
-                duplicates.append(name)
-            self.nodes[name] = node
+        if isinstance(nodes, dict):  # an editor's, by interned name: no node name to read again
+            self.nodes: dict[str, proto.NodeDef] = nodes
+        else:
+            self.nodes = {}
+            for node in nodes:
+                name = sys.intern(node.name)  # one string per name, however many edges name it
+                if name in self.nodes:
+                    duplicates.append(name)
+                self.nodes[name] = node
         # Edge indexes hold tuples, not lists: a big graph has two per node, and a short tuple takes
-        # less than half the memory of a list (no separate, over-allocated item array).
-        parsed = {} if kept is None else {name: refs for name, refs in kept._inputs.items() if name not in changed}
+        # less than half the memory of a list (no separate, over-allocated item array). What `kept`
+        # shares is looked up in its own indexes: no graph-sized set or dict is made to select it.
+        kept_inputs = kept._inputs if kept is not None else {}
         self._inputs: dict[str, tuple[TensorRef, ...]] = {
-            name: parsed[name] if name in parsed else tuple(map(TensorRef.parse, node.input))
+            name: kept_inputs[name] if name in kept_inputs and name not in changed
+            else tuple(map(TensorRef.parse, node.input))
             for name, node in self.nodes.items()
         }
-        kept_readers: set[str] = set()  # producers whose readers are exactly those they had in `kept`
-        if kept is not None:
-            touched = {ref.node for name in changed for refs in (kept._inputs.get(name, ()), self._inputs.get(name, ()))
-                       for ref in refs}
-            kept_readers = (kept._consumers.keys() | kept._control_consumers.keys()) - touched
+        # Producers some changed node reads (or read): their reader lists are made anew; every other
+        # producer keeps the readers it had in `kept`.
+        touched = {ref.node for name in changed for refs in (kept_inputs.get(name, ()), self._inputs.get(name, ()))
+                   for ref in refs}
+        kept_consumers = kept._consumers if kept is not None else {}
+        kept_control = kept._control_consumers if kept is not None else {}
         consumers: dict[str, list[Consumer]] = defaultdict(list)
         control_consumers: dict[str, list[str]] = defaultdict(list)
         for name, refs in self._inputs.items():
             for index, ref in enumerate(refs):
-                if ref.node in kept_readers:
+                if ref.node not in touched and (ref.node in kept_consumers or ref.node in kept_control):
                     continue  # shared with `kept` below
                 if ref.control:
                     control_consumers[ref.node].append(name)
@@ -165,9 +173,8 @@ class Graph:
         self._control_consumers: dict[str, tuple[str, ...]] = {
             producer: tuple(c) for producer, c in control_consumers.items()}
         del consumers, control_consumers  # freed before validate's topological sort allocates
-        if kept is not None:
-            for own, shared in ((self._consumers, kept._consumers), (self._control_consumers, kept._control_consumers)):
-                own.update((producer, shared[producer]) for producer in kept_readers if producer in shared)
+        for own, shared in ((self._consumers, kept_consumers), (self._control_consumers, kept_control)):
+            own.update((producer, readers) for producer, readers in shared.items() if producer not in touched)
         self._shapes: dict[tuple[str, int], tuple[int | None, ...] | None] | None = None
         self._const_values: dict[str, np.ndarray] = {}
         if validate:
@@ -651,19 +658,20 @@ class GraphEditor:
         from its value when the source graph records shapes. So a graph that records every shape
         stays one that does, and later passes and the window need no TensorFlow to know them.
         """
-        if node.name in self._nodes:
-            raise ValueError(f"node {node.name!r} already exists")
+        name = sys.intern(node.name)  # the new graph's key, as the names it shares are
+        if name in self._nodes:
+            raise ValueError(f"node {name!r} already exists")
         stored = self._arena.node.add()
         stored.CopyFrom(node)
         if shapes is None and node.op == "Const" and self.source.records_shapes:
             shapes = [proto.shape_tuple(node.attr["value"].tensor.tensor_shape)]
         if shapes is not None and "_output_shapes" not in node.attr:
             stored.attr["_output_shapes"].list.shape.extend(proto.shape_proto(shape) for shape in shapes)
-        self._nodes[node.name] = stored
-        self._copied.add(node.name)
-        self._unindexed.add(node.name)
-        self._added_after[after or ""].append(node.name)
-        return node.name
+        self._nodes[name] = stored
+        self._copied.add(name)
+        self._unindexed.add(name)
+        self._added_after[after or ""].append(name)
+        return name
 
     def remove(self, *names: str) -> None:
         for name in names:
@@ -755,5 +763,5 @@ class GraphEditor:
         for name in self._nodes:  # added after a node that was later removed
             emit(name)
         changed = self._copied | (self.source.nodes.keys() - self._nodes.keys())
-        return Graph._assembled(emitted.values(), library, self.source.versions, self.source.source, validate,
+        return Graph._assembled(emitted, library, self.source.versions, self.source.source, validate,
                                 self.source, changed)
