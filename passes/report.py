@@ -70,7 +70,7 @@ def _summary(model: str, nodes_before: int, nodes_after: int, seconds: float,
         lines += [f"      ! {error}" for error in errors]
         lines += [f"      ~ {anchor}: {reason}" for anchor, reason in near_misses[:5]]
         if len(near_misses) > 5:
-            lines.append(f"      ~ ... {len(near_misses) - 5} more in the report")
+            lines.append(f"      ~ ... {len(near_misses) - 5} more (--report FILE or --json lists them all)")
     if op_diff:
         lines.append("op counts: " + ", ".join(op_diff))
     return "\n".join(lines)

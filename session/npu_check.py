@@ -122,7 +122,9 @@ def predictions(pipeline: PipelineResult, *, amct_before_ge: bool = False) -> li
     """
     original, final = pipeline.original, pipeline.fused
     families = {r.pass_id: pipeline.config.get_pass(r.pass_id).family for r in pipeline.results}
-    handed = run_pipeline(original, pipeline.config, families=("amct",)).fused if amct_before_ge else original
+    handed = original
+    if amct_before_ge:
+        handed = run_pipeline(original, pipeline.config, families=("amct",), explain=False).fused
     replay, seen = Provenance(tuple(original.nodes)), Provenance(tuple(handed.nodes))
     order, handed_order = original.topological_index(), handed.topological_index()
     found = []

@@ -28,7 +28,7 @@ def export_npu_bundle(folder: str | os.PathLike[str], pipeline: PipelineResult, 
                       protect: str | None = None) -> BundleReport:
     """Write the bundle of `pipeline` (the model as FuseLens fused it, under its configuration) to `folder`."""
     config = pipeline.config
-    amct = run_pipeline(pipeline.original, config, families=("amct",))
+    amct = run_pipeline(pipeline.original, config, families=("amct",), explain=False)
     provenance = amct.provenance.original_to_final() if amct.provenance else None
     rows = [(cls.id, "on" if config.is_enabled(cls.id) else "off", switch_of(cls).describe())
             for cls in config.catalog()]
