@@ -13,7 +13,11 @@ window keeps what it shows, and the next call starts a new helper.
 Requests go one at a time (a lock) as (number, kind, payload); replies are (number, "progress",
 text), (number, "error", text) or (number, "done", value), and a reply to an older request (the
 start-up import, a cancelled call) is ignored. Values travel pickled (graphs as their bytes,
-see `Graph.__reduce__`).
+see `Graph.__reduce__`). A value goes as (number, "pieces", n) and then n pickles of one stream
+(`_pieces`), unpickled one at a time: pickle's C loop holds the interpreter lock through a whole
+pickle (the 20k-node graph's pipeline at once: 100-211 ms in the window's worker thread, a stall of
+the GUI thread), and one piece at a time lets the GUI thread in between. The graph a request sent
+comes back as a reference to the window's own object, not as a copy.
 """
 
 from __future__ import annotations
@@ -21,12 +25,14 @@ from __future__ import annotations
 import atexit
 import contextlib
 import importlib
+import io
 import os
+import pickle
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -46,6 +52,8 @@ CANCEL_GRACE_S = 3.0  # a cancelled request may finish this long (its result is 
 IDLE_BEFORE_IMPORT_S = 1.0  # after "warm", TensorFlow is imported once no request came for this long
 # Test hook: "SIGNAL@KIND" (e.g. "SIGKILL@fuse") makes the helper kill itself on receiving a KIND request.
 FAULT_ENV = "FUSELENS_HELPER_FAULT"
+RECORDS_PER_PIECE = 200  # a pass's matches and near misses are unpickled this many at a time (a few ms)
+REQUEST_GRAPH = "request graph"  # the persistent id of the graph the request sent
 
 Progress = Callable[[str], None]
 IsCancelled = Callable[[], bool]
@@ -98,9 +106,10 @@ class TensorFlowHelper:
 
     # ---- requests ----------------------------------------------------------------------------
     def call(self, kind: str, payload: Any, what: str, progress: Progress | None = None,
-             cancelled: IsCancelled | None = None) -> Any:
+             cancelled: IsCancelled | None = None, request_graph: Graph | None = None) -> Any:
         """Send one request and wait for its value; FuseLensError when it fails or the helper dies,
-        Cancelled when `cancelled()` said so and the helper did not finish within CANCEL_GRACE_S."""
+        Cancelled when `cancelled()` said so and the helper did not finish within CANCEL_GRACE_S.
+        `request_graph` is the graph in `payload` (see `_request_graph`), wherever the value holds it."""
         with self._lock:
             child = self._ensure()
             self._what = what
@@ -110,9 +119,10 @@ class TensorFlowHelper:
             except OSError:
                 raise self._died(child) from None
             return self._receive(child, self._requests, progress or (lambda _text: None),
-                                 cancelled or (lambda: False))
+                                 cancelled or (lambda: False), request_graph)
 
-    def _receive(self, child: ChildProcess, number: int, progress: Progress, cancelled: IsCancelled) -> Any:
+    def _receive(self, child: ChildProcess, number: int, progress: Progress, cancelled: IsCancelled,
+                 request_graph: Graph | None) -> Any:
         cancel_seen: float | None = None
         while True:
             if cancelled():
@@ -123,6 +133,8 @@ class TensorFlowHelper:
                     raise Cancelled()
             try:
                 message = child.conn.recv() if child.conn.poll(0.1) else None
+                is_value = message is not None and message[1] == "pieces"
+                pieces = [child.conn.recv_bytes() for _ in range(message[2])] if is_value else []
             except (EOFError, OSError):
                 raise self._died(child) from None
             if message is None:
@@ -136,8 +148,8 @@ class TensorFlowHelper:
                 progress(body)
             elif kind == "error":
                 raise FuseLensError(body)
-            elif kind == "done":
-                return body
+            elif kind == "pieces":
+                return unpickle_pieces(pieces, request_graph)
 
     def _died(self, child: ChildProcess) -> FuseLensError:
         reason = child.death_reason()
@@ -150,8 +162,8 @@ class TensorFlowHelper:
     def fuse(self, job: FusionJob, progress: Progress, cancelled: IsCancelled) -> PipelineResult:
         """The job's fusion, with the passes registered here (a plugin's or a test's too) known there."""
         registered = [(c.__module__, c.__qualname__) for c in catalog()]
-        pipeline: PipelineResult = self.call("fuse", (job, registered), "fusing", progress, cancelled)
-        pipeline.original, pipeline.config = job.graph, job.config  # the caller's own objects
+        pipeline: PipelineResult = self.call("fuse", (job, registered), "fusing", progress, cancelled, job.graph)
+        pipeline.config = job.config  # the caller's own object (its original graph already is)
         return pipeline
 
     def infer_shapes(self, graphs: list[Graph], progress: Progress, cancelled: IsCancelled) -> None:
@@ -172,6 +184,27 @@ class TensorFlowHelper:
         if not needs_tensorflow(spec):
             return load_model(spec)
         return self.call("load", spec, f"loading {spec}", progress, cancelled)
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, data: bytes, request_graph: Graph | None):
+        super().__init__(io.BytesIO(data))
+        self.request_graph = request_graph
+
+    def persistent_load(self, pid: Any) -> Any:
+        if pid != REQUEST_GRAPH or self.request_graph is None:
+            raise pickle.UnpicklingError(f"the TensorFlow helper's reply refers to an unknown object {pid!r}")
+        return self.request_graph
+
+
+def unpickle_pieces(pieces: list[bytes], request_graph: Graph | None) -> Any:
+    """The value `_pickle_pieces` sent: its pieces unpickled in order, letting other threads run between."""
+    unpickler = _Unpickler(b"".join(pieces), request_graph)
+    value = None
+    for _ in pieces:
+        value = unpickler.load()
+        time.sleep(0)  # the interpreter lock for the GUI thread
+    return value
 
 
 _shared: TensorFlowHelper | None = None
@@ -211,7 +244,10 @@ def _serve(conn: Connection, import_tensorflow: Callable[[], Any] | None = None)
             continue  # nobody waits for its reply
         try:
             value = _work(kind, payload, lambda text, n=number: conn.send((n, "progress", text)))
-            conn.send((number, "done", value))
+            pieces = list(_pickle_pieces(value, _request_graph(kind, payload)))
+            conn.send((number, "pieces", len(pieces)))
+            for piece in pieces:
+                conn.send_bytes(piece)
         except FuseLensError as e:
             conn.send((number, "error", str(e)))
         except Exception as e:  # a bug or a TensorFlow error: one line for the user, the helper lives on
@@ -240,6 +276,44 @@ def _work(kind: str, payload: Any, progress: Progress) -> Any:
     if kind == "load":
         return load_model(payload)
     raise FuseLensError(f"the TensorFlow helper has no task {kind!r}")
+
+
+def _request_graph(kind: str, payload: Any) -> Graph | None:
+    """The graph a request sent that its value may hold (a fusion's original graph; the window has it)."""
+    return payload[0].graph if kind == "fuse" else None
+
+
+def _pieces(value: Any) -> list[Any]:
+    """What to pickle one after another so that no one unpickling is long: a pipeline's fused graph,
+    its passes' records RECORDS_PER_PIECE at a time, then the pipeline (the records by reference)."""
+    if not isinstance(value, PipelineResult):
+        return [value]
+    pieces: list[Any] = [value.fused]
+    for result in value.results:
+        for records in (result.matches, result.near_misses, result.skipped, result.rewrites):
+            pieces.extend(records[i:i + RECORDS_PER_PIECE] for i in range(0, len(records), RECORDS_PER_PIECE))
+    return [*pieces, value]
+
+
+class _Pickler(pickle.Pickler):
+    def __init__(self, file: io.BytesIO, request_graph: Graph | None):
+        super().__init__(file, pickle.HIGHEST_PROTOCOL)
+        self.request_graph = request_graph
+
+    def persistent_id(self, obj: Any) -> str | None:
+        return REQUEST_GRAPH if obj is self.request_graph and obj is not None else None
+
+
+def _pickle_pieces(value: Any, request_graph: Graph | None) -> Iterator[bytes]:
+    """`value` as pickles of one stream (one memo: a record in two pieces is one object), see `_pieces`."""
+    buffer = io.BytesIO()
+    pickler = _Pickler(buffer, request_graph)
+    pieces = _pieces(value)  # held until the end: the memo knows objects by their id
+    for piece in pieces:
+        pickler.dump(piece)
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
 
 
 def _register(registered: list[tuple[str, str]]) -> None:
