@@ -279,7 +279,10 @@ class GraphView(QGraphicsView):
         """Replace the drawing; `status(key)` gives each box's diff status (removed/new/modified).
 
         Items are added in slices of about BUILD_SLICE_S, between which the event loop runs, so
-        a large graph never freezes the window; `built` is emitted when the last slice is in.
+        a large graph never freezes the window; `built` is emitted when the last slice is in. The
+        viewport is not repainted until then: each paint of a big graph zoomed out makes a Python
+        call per item in view (10k items, 110 ms), and paints between slices made the whole-graph
+        rebuilds of the 20k graph 0.2-0.6 s slower.
         """
         scene = self.scene()
         centre = self.mapToScene(self.viewport().rect().center())
@@ -296,6 +299,7 @@ class GraphView(QGraphicsView):
             self.overview()
         self._build_generation += 1
         self.building = True
+        self.viewport().setUpdatesEnabled(False)  # until _finish_build
         pending = [*((True, e) for e in layout.edges), *((False, n) for n in layout.nodes.values())]
         self._add_slice(self._build_generation, pending, 0, status)
 
@@ -338,6 +342,7 @@ class GraphView(QGraphicsView):
             self.items_by_key[key].selected = True
         self.building = False
         self._paint_pending = True
+        self.viewport().setUpdatesEnabled(True)
         self.viewport().update()
         self.built.emit()
 
