@@ -460,7 +460,8 @@ class GraphView(QGraphicsView):
 
     # ---- viewport -------------------------------------------------------------------------------
     def fit(self) -> None:
-        if self.scene().items():
+        """The whole layout in view; its scene rect is known before its items are built in slices."""
+        if self.layout_ is not None:
             self.fitInView(self.scene().sceneRect(), Qt.AspectRatioMode.KeepAspectRatio)
 
     def overview(self) -> None:

@@ -45,6 +45,7 @@ NAME_ROLE = Qt.ItemDataRole.UserRole
 
 class StagesPanel(QWidget):
     compared = Signal(object)  # GraphDiff: two stages are on show
+    folder_opened = Signal(object)  # DumpFolder: its graphs and stages are listed
 
     def __init__(self, session: Session, selection: SelectionModel, workers: WorkerPool, status: QStatusBar,
                  parent: QWidget | None = None):
@@ -117,6 +118,7 @@ class StagesPanel(QWidget):
         self.timeline.blockSignals(False)
         self._set_enabled(True)
         self._fill_stages()
+        self.folder_opened.emit(folder)
 
     def _set_enabled(self, on: bool) -> None:
         for widget in (self.timeline, self.before, self.after, self.scrubber, self.pinned):
@@ -213,11 +215,14 @@ class StagesPanel(QWidget):
 
 
 def install_stages_panel(window: MainWindow) -> StagesPanel:
-    """The "Toolchain stages" dock (tabbed with the run dock) and File > Open GE dump folder."""
+    """The "Toolchain stages" dock (tabbed with the run dock, shown once a dump folder is opened) and
+    File > Open GE dump folder."""
     panel = StagesPanel(window.session, window.selection, window.workers, window.statusBar(), window)
     dock = window.add_bottom_dock(panel, "Toolchain stages")
     run_dock = window.run_panel.parentWidget()
     window.tabifyDockWidget(run_dock, dock)
     run_dock.raise_()
-    panel.compared.connect(lambda _diff: (dock.show(), dock.raise_()))
+    dock.hide()  # until a dump folder is opened: its empty panel would make the bottom dock a third of the window
+    for opened in (panel.folder_opened, panel.compared):
+        opened.connect(lambda _what: (dock.show(), dock.raise_()))
     return panel

@@ -36,6 +36,10 @@ def test_a_5k_node_graph_opens_collapsed_and_expands_one_scope_at_a_time_in_plac
     assert len(graph) > BIG_GRAPH_NODES and len(before.shown.nodes) < len(graph) / 5
     assert window.session.collapsed["before"] == before.shown.collapsed and scope_boxes(before)
     assert scope_boxes(after) and scope_boxes(after) <= window.session.collapsed["before"]  # the same scopes
+    for pane in (before, after):  # the first view shows boxes, not an empty corner of a wide scene
+        view = pane.view
+        visible = view.mapToScene(view.viewport().rect()).boundingRect()
+        assert any(visible.intersects(item.sceneBoundingRect()) for item in view.items_by_key.values())
     block = "block7"
     assert block in scope_boxes(before)
     overview = before.shown
@@ -97,3 +101,23 @@ def test_a_5k_node_graph_opens_collapsed_and_expands_one_scope_at_a_time_in_plac
     centre = view.mapToScene(view.viewport().rect()).boundingRect().center()
     target = view.items_by_key[hidden].sceneBoundingRect().center()
     assert abs(centre.y() - target.y()) < 2  # (the overview is narrower than the view: it stays centred across)
+
+
+def test_the_first_view_of_a_tall_graph_with_a_wide_part_shows_its_inputs(qtbot, window, tmp_path):
+    """A chain drawn in the middle of a wide scene: the first view is centred on it, not on the
+    scene's empty top-left corner (the fit must not wait for the items built in slices)."""
+    from core import proto
+    from core.nodes import make_node
+
+    dtype = {"dtype": proto.AttrValue(type=proto.DT_FLOAT)}
+    nodes = [make_node("Placeholder", "input", attrs=dtype)]
+    for i in range(40):
+        nodes.append(make_node("Relu", f"chain/relu_{i}", [nodes[-1].name]))
+    branches = [make_node("Abs", f"fan/abs_{j}", [nodes[-1].name]) for j in range(60)]
+    total = make_node("AddN", "total", [b.name for b in branches], attrs={"N": len(branches), "T": dtype["dtype"]})
+    path = tmp_path / "wide.pb"
+    path.write_bytes(proto.GraphDef(node=[*nodes, *branches, total]).SerializeToString())
+    open_and_wait(qtbot, window, str(path))
+    view = window.panes["before"].view
+    visible = view.mapToScene(view.viewport().rect()).boundingRect()
+    assert visible.intersects(view.items_by_key["input"].sceneBoundingRect())

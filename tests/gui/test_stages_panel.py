@@ -29,7 +29,10 @@ def shown(qtbot, window, before_title: str, after_title: str) -> None:
 def test_scrub_through_the_stages_and_see_what_fused(qtbot, window, tmp_path, dialogs):
     open_and_wait(qtbot, window, "abs_relu_exp")
     panel = window.stages_panel
+    dock = panel.parentWidget()
+    assert not dock.isVisible()  # no dump folder yet: the run dock alone is its control row
     panel.open_folder(str(dump_folder(tmp_path)))
+    qtbot.waitUntil(dock.isVisible, timeout=WAIT_MS)
     shown(qtbot, window, "PreRunAfterNormalizeGraph", FINAL_STAGE)  # the last stage, against the one before
     assert [panel.after.itemText(i).split()[-1] for i in range(panel.after.count())] == [
         "PreRunBegin", "PreRunAfterNormalizeGraph", FINAL_STAGE]
