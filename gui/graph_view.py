@@ -465,14 +465,16 @@ class GraphView(QGraphicsView):
             self.fitInView(self.scene().sceneRect(), Qt.AspectRatioMode.KeepAspectRatio)
 
     def overview(self) -> None:
-        """Fit the graph when labels stay readable; otherwise a readable zoom on the top (the inputs)."""
+        """Fit the graph when labels stay readable; otherwise a readable zoom on the top (the inputs),
+        centred on the middle box of that band (a chain beside wide constants or a wide part below)."""
         self.fit()
         if self.zoom_level() >= READABLE_ZOOM or self.layout_ is None:
             return
         self.resetTransform()
         self.scale(READABLE_ZOOM, READABLE_ZOOM)
-        visible = self.mapToScene(self.viewport().rect()).boundingRect()
-        self.centerOn(self.layout_.width / 2, visible.height() / 2 - 40)
+        band = self.mapToScene(self.viewport().rect()).boundingRect().height()
+        xs = sorted(node.x for node in self.layout_.nodes.values() if node.y < band) or [self.layout_.width / 2]
+        self.centerOn(xs[len(xs) // 2], band / 2 - 40)
 
     def zoom(self, factor: float) -> None:
         scale = self.transform().m11() * factor
