@@ -11,8 +11,9 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QLineF, QPointF, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QAction,
     QColor,
@@ -45,6 +46,10 @@ BUILD_SLICE_S = 0.015  # GUI-thread time per slice of scene items
 READABLE_ZOOM = 0.85  # the first view of a big graph: labels and shapes legible
 MIN_FOCUS_ZOOM = 0.7  # centring on a selection never zooms out further than this
 FRAME_Z = -100  # open boxes lie under the edges (z 0) and boxes (z 1); deeper ones above outer ones
+# Below this zoom boxes are a few pixels: the view draws one picture of the layout instead of its
+# items (a Python paint call per item in view made one repaint of the fitted 20k graph ~110 ms).
+PICTURE_LOD = 0.12
+PICTURE_MAX_PIXELS = 8_000_000  # a bigger picture (a huge graph near PICTURE_LOD): items are drawn
 
 
 @dataclass(frozen=True)
@@ -93,17 +98,29 @@ class NodeItem(QGraphicsItem):
         hint = "\n(double-click or Enter to close)" if node.open else ""
         self.setToolTip(f"{node.op}\n{name}{hint}")
         self.setZValue(FRAME_Z + depth if node.open else 1)
-        self.status = "unchanged"
+        self._status = "unchanged"
         self.selected = False
         self.hit = False
         self.heat: QColor | None = None
 
     look = NORMAL_LOOK
+    colour_changes = 0  # counts diff-status changes of any box: a view's picture of its layout follows them
+
+    @property
+    def status(self) -> str:
+        return self._status
+
+    @status.setter
+    def status(self, value: str) -> None:
+        if value != self._status:
+            self._status = value
+            NodeItem.colour_changes += 1
 
     def boundingRect(self) -> QRectF:
         return self.rect.adjusted(-4, -4, 4, 4)
 
     def colours(self) -> tuple[QColor, QColor]:
+        """Fill and border of the box (heat, else its diff status, else its op class)."""
         if self.heat is not None:
             return self.heat, QColor(BORDER[self.node.category])
         if self.status in DIFF_COLOURS:
@@ -174,6 +191,7 @@ class EdgeItem(QGraphicsItem):
     def __init__(self, edge: LayoutEdge):
         super().__init__()
         self.edge = edge
+        self.lines = edge_lines(edge)
         self.path = edge_path(edge)
         self.head = arrow_head(edge)
         self.bounds = self.path.boundingRect().united(self.head.boundingRect()).adjusted(-4, -4, 60, 4)
@@ -204,6 +222,12 @@ class EdgeItem(QGraphicsItem):
             painter.drawText(self.label_at + QPointF(4, 3), self.edge.label)
 
 
+def edge_lines(edge: LayoutEdge) -> list[QLineF]:
+    """The edge as straight segments in scene coordinates, for the picture of a far zoom (made with the
+    item, in its build slice: making them for 10k edges at once took 70 ms)."""
+    return [QLineF(x0, y0, x1, y1) for (x0, y0), (x1, y1) in pairwise(edge.points)]
+
+
 def edge_path(edge: LayoutEdge) -> QPainterPath:
     points = [QPointF(x, y) for x, y in edge.points]
     path = QPainterPath()
@@ -230,6 +254,20 @@ def arrow_head(edge: LayoutEdge, size: float = 7.0) -> QPolygonF:
     left = QPointF(x1 + math.cos(angle + math.pi / 2) * size / 2, y1 + math.sin(angle + math.pi / 2) * size / 2)
     right = QPointF(x1 + math.cos(angle - math.pi / 2) * size / 2, y1 + math.sin(angle - math.pi / 2) * size / 2)
     return QPolygonF([tip, left, right])
+
+
+class _Layer(QGraphicsItem):
+    """The parent of every box and edge item: hiding it hides them all in one call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemHasNoContents, True)
+
+    def boundingRect(self) -> QRectF:
+        return QRectF()
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
+        pass
 
 
 class GraphView(QGraphicsView):
@@ -260,6 +298,10 @@ class GraphView(QGraphicsView):
         self.selected_keys: set[str] = set()
         self.hit_keys: list[str] = []
         self.building = False  # items of a new layout are still being added
+        self.layer = _Layer()  # parent of the layout's items, hidden while the picture is drawn instead
+        self.scene().addItem(self.layer)
+        self._picture: QImage | None = None
+        self._picture_key: tuple = ()
         self._build_generation = 0
         self._paint_pending = False
         self._press: QPointF | None = None
@@ -287,6 +329,8 @@ class GraphView(QGraphicsView):
         scene = self.scene()
         centre = self.mapToScene(self.viewport().rect().center())
         scene.clear()
+        self.layer = _Layer()
+        scene.addItem(self.layer)
         self.layout_ = layout
         self.items_by_key = {}
         self.frame_items = {}
@@ -322,7 +366,7 @@ class GraphView(QGraphicsView):
 
     def _add_edge(self, edge: LayoutEdge) -> None:
         item = EdgeItem(edge)
-        self.scene().addItem(item)
+        item.setParentItem(self.layer)
         self.edge_items[(edge.source, edge.target, edge.control)] = item
 
     def _add_node(self, node: LayoutNode, status: Callable[[str], str] | None) -> NodeItem:
@@ -332,7 +376,7 @@ class GraphView(QGraphicsView):
         item = NodeItem(node, depth)
         if status is not None:
             item.status = status(node.key)
-        self.scene().addItem(item)
+        item.setParentItem(self.layer)
         (self.frame_items if node.open and node.scope else self.items_by_key)[node.key] = item
         return item
 
@@ -341,6 +385,7 @@ class GraphView(QGraphicsView):
         for key in self.selected_keys:
             self.items_by_key[key].selected = True
         self.building = False
+        self._picture = None
         self._paint_pending = True
         self.viewport().setUpdatesEnabled(True)
         self.viewport().update()
@@ -370,7 +415,7 @@ class GraphView(QGraphicsView):
                     item = None
                 else:  # the same route, moved with its boxes
                     item.setPos(item.pos() + shift)
-                    item.edge = edge
+                    item.edge, item.lines = edge, edge_lines(edge)
             if item is None:
                 self._add_edge(edge)
             else:
@@ -411,6 +456,8 @@ class GraphView(QGraphicsView):
             self.items_by_key[key].selected = True
             self.items_by_key[key].update()
         self.selected_keys = set(keys)
+        if not self.layer.isVisible():  # hidden items do not repaint: the picture's marks need a paint
+            self.viewport().update()
         if centre and keys:
             self.centre_on_keys(keys)
         return keys
@@ -441,6 +488,7 @@ class GraphView(QGraphicsView):
                 key = self.layout_.owner.get(name) if self.layout_ else None
                 if key in self.items_by_key:
                     self.items_by_key[key].heat = pick(value / top)
+        self._picture = None
         self.viewport().update()
 
     def find(self, text: str) -> list[str]:
@@ -487,6 +535,7 @@ class GraphView(QGraphicsView):
     def set_look(self, look: Look) -> None:
         """Paint boxes (in every view: both panes share the look) and this view's background this way."""
         NodeItem.look = look
+        self._picture = None
         self.setBackgroundBrush(QColor(look.background))
         self.viewport().update()
 
@@ -494,17 +543,110 @@ class GraphView(QGraphicsView):
         self.zoom(1.0015 ** event.angleDelta().y())
 
     def paintEvent(self, event) -> None:
+        shown = not self.picture_wanted()
+        if self.layer.isVisible() != shown:
+            self.layer.setVisible(shown)
         super().paintEvent(event)
         if self._paint_pending and self.layout_ is not None:
             self._paint_pending = False
             self.painted.emit()
 
+    # ---- the picture drawn instead of the items when zoomed far out --------------------------
+    def picture_wanted(self) -> bool:
+        """Whether boxes are so small that one picture of the layout stands in for its items."""
+        zoom = self.zoom_level()
+        rect = self.sceneRect()
+        return (self.layout_ is not None and not self.building and zoom < PICTURE_LOD
+                and rect.width() * rect.height() * zoom * zoom <= PICTURE_MAX_PIXELS)
+
+    def drawBackground(self, painter: QPainter, rect: QRectF) -> None:
+        super().drawBackground(painter, rect)
+        if self.layer.isVisible():
+            return
+        zoom = self.zoom_level()
+        key = (zoom, id(NodeItem.look), NodeItem.colour_changes)
+        if self._picture is None or key != self._picture_key:
+            self._picture, self._picture_key = self._render_picture(zoom), key
+        scene = self.sceneRect()
+        painter.drawImage(QRectF(scene.left(), scene.top(), self._picture.width() / zoom,
+                                 self._picture.height() / zoom), self._picture)
+        self._draw_marks(painter, zoom)
+
+    def _render_picture(self, zoom: float) -> QImage:
+        """The whole layout at `zoom`, one pixel per screen pixel: frames, edges as lines, boxes filled
+        with their colours (at least 2 px wide, 1 px tall), one drawRects call per colour pair."""
+        scene = self.sceneRect()
+        image = QImage(max(1, math.ceil(scene.width() * zoom)), max(1, math.ceil(scene.height() * zoom)),
+                       QImage.Format.Format_ARGB32_Premultiplied)
+        image.fill(QColor(NodeItem.look.background))
+        painter = QPainter(image)
+        painter.scale(zoom, zoom)
+        painter.translate(-scene.left(), -scene.top())
+        for frame in sorted(self.frame_items.values(), key=lambda item: item.zValue()):
+            fill, border = frame.colours()
+            fill.setAlpha(70)
+            painter.setPen(QPen(border, 0))
+            painter.setBrush(fill)
+            painter.drawRect(frame.sceneBoundingRect().adjusted(4, 4, -4, -4))
+        for control, colour in ((False, "#5f6368"), (True, "#9aa0a6")):  # EdgeItem's colours
+            painter.setPen(QPen(QColor(colour), 0))
+            painter.drawLines([line for item in self.edge_items.values() if item.edge.control == control
+                               for line in item.lines])
+        min_w, min_h = 2 / zoom, 1 / zoom
+        groups: dict[tuple, tuple[NodeItem, list[QRectF]]] = {}  # by what decides a box's colours
+        for item in self.items_by_key.values():
+            node = item.node
+            look = (item.heat.rgba() if item.heat is not None else None, item.status, node.category)
+            width, height = max(node.width, min_w), max(node.height, min_h)
+            groups.setdefault(look, (item, []))[1].append(QRectF(node.x - width / 2, node.y - height / 2,
+                                                                   width, height))
+        for item, rects in groups.values():
+            fill, border = item.colours()
+            painter.setPen(QPen(border, 0))
+            painter.setBrush(fill)
+            painter.drawRects(rects)
+        painter.end()
+        return image
+
+    def _draw_marks(self, painter: QPainter, zoom: float) -> None:
+        """Selection and search hits over the picture, at least 6 px across so they show from afar."""
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        side = 6 / zoom
+        for keys, colour in ((self.hit_keys, SEARCH_HIT), (self.selected_keys, SELECTED)):
+            pen = QPen(colour, 3)
+            pen.setCosmetic(True)
+            painter.setPen(pen)
+            rects = []
+            for key in keys:
+                node = self.items_by_key[key].node
+                width, height = max(node.width, side), max(node.height, side)
+                rects.append(QRectF(node.x - width / 2, node.y - height / 2, width, height))
+            painter.drawRects(rects)
+
     # ---- mouse ----------------------------------------------------------------------------------
     def node_at(self, pos) -> NodeItem | None:
+        if not self.layer.isVisible():
+            return self._box_at(self.mapToScene(pos))
         for item in self.items(pos):
             if isinstance(item, NodeItem):
                 return item
         return None
+
+    def _box_at(self, point: QPointF) -> NodeItem | None:
+        """The box under a scene point in the layout data (items are hidden under the picture): the
+        nearest box within 3 px on screen, else the innermost open frame around it."""
+        slack = 3 / self.zoom_level()
+
+        def near(item: NodeItem) -> bool:
+            node = item.node
+            return (abs(node.x - point.x()) <= node.width / 2 + slack
+                    and abs(node.y - point.y()) <= node.height / 2 + slack)
+
+        boxes = [item for item in self.items_by_key.values() if near(item)]
+        if boxes:
+            return min(boxes, key=lambda item: (item.node.x - point.x()) ** 2 + (item.node.y - point.y()) ** 2)
+        return max((item for item in self.frame_items.values() if near(item)), key=lambda item: item.zValue(),
+                   default=None)
 
     def mousePressEvent(self, event) -> None:
         self._press = event.position()
@@ -582,7 +724,7 @@ class GraphView(QGraphicsView):
         generator.setViewBox(QRectF(0, 0, rect.width(), rect.height()))
         generator.setTitle("FuseLens graph")
         painter = QPainter(generator)
-        self.scene().render(painter, QRectF(0, 0, rect.width(), rect.height()), rect)
+        self._render_items(painter, QRectF(0, 0, rect.width(), rect.height()))
         painter.end()
 
     def export_png(self, path: str, max_side: int = 8000) -> bool:
@@ -593,9 +735,16 @@ class GraphView(QGraphicsView):
         image.fill(QColor("white"))
         painter = QPainter(image)
         painter.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
-        self.scene().render(painter, QRectF(image.rect()), rect)
+        self._render_items(painter, QRectF(image.rect()))
         painter.end()
         return image.save(path)
+
+    def _render_items(self, painter: QPainter, target: QRectF) -> None:
+        """The scene's items onto `target`, shown for it when the view draws its picture instead."""
+        shown = self.layer.isVisible()
+        self.layer.setVisible(True)
+        self.scene().render(painter, target, self.scene().sceneRect())
+        self.layer.setVisible(shown)
 
 
 def _looks_the_same(a: LayoutNode, b: LayoutNode) -> bool:

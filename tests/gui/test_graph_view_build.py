@@ -39,4 +39,4 @@ def test_the_view_is_painted_once_the_scene_is_built_and_not_between_its_slices(
         view.viewport().update()  # asked for while building: held until the scene is complete
         qtbot.waitSignal(view.built, timeout=20000).wait()
     assert slices == [0] and counter.paints >= 1
-    assert len(view.scene().items()) == len(layout.nodes) + len(layout.edges)
+    assert len(view.layer.childItems()) == len(layout.nodes) + len(layout.edges)

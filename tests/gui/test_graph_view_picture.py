@@ -1,0 +1,91 @@
+"""Zoomed far out, a pane draws one picture of its layout instead of a Python paint call per item
+(10k items in view made one repaint of the 20k graph ~110 ms): the picture shows the boxes in their
+colours and follows a diff-colour change, clicks still find the box, and zooming in shows the items."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QColor
+
+from core.layout import layout_graph
+from gui import graph_view
+from gui.graph_view import DIFF_COLOURS, PICTURE_LOD, GraphView, NodeItem
+
+
+@pytest.fixture
+def far_view(qtbot, load_sample, layout_cache):
+    """resnet50 drawn at a zoom where its boxes are a few pixels, centred on one box."""
+    layout = layout_graph(load_sample("resnet50"), frozenset(), cache=layout_cache)
+    view = GraphView()
+    qtbot.addWidget(view)
+    view.resize(600, 500)
+    view.show()
+    qtbot.waitExposed(view)
+    with qtbot.waitSignal(view.painted, timeout=20000):
+        view.show_layout(layout)
+    view.resetTransform()
+    view.scale(PICTURE_LOD * 0.8, PICTURE_LOD * 0.8)
+    key = sorted(view.items_by_key)[len(view.items_by_key) // 2]
+    view.centerOn(layout.nodes[key].x, layout.nodes[key].y)
+    return view, key
+
+
+def pixel_at_box(view: GraphView, key: str) -> QColor:
+    node = view.items_by_key[key].node
+    image = view.viewport().grab().toImage()
+    return image.pixelColor(view.mapFromScene(node.x, node.y))
+
+
+def count_item_paints(monkeypatch) -> list[int]:
+    paints = [0]
+    paint = NodeItem.paint
+
+    def counted(self, *args):
+        paints[0] += 1
+        paint(self, *args)
+
+    monkeypatch.setattr(NodeItem, "paint", counted)
+    return paints
+
+
+def test_far_out_the_items_are_not_painted_and_the_picture_shows_the_boxes(far_view, monkeypatch):
+    view, key = far_view
+    paints = count_item_paints(monkeypatch)
+    fill = QColor(NodeItem.look.fills[view.items_by_key[key].node.category])
+    assert pixel_at_box(view, key).name() == fill.name()
+    assert paints[0] == 0 and not view.layer.isVisible()
+    view.resetTransform()  # zoom 1: the items again
+    view.centerOn(view.items_by_key[key].node.x, view.items_by_key[key].node.y)
+    view.viewport().grab()
+    assert paints[0] > 0 and view.layer.isVisible()
+
+
+def test_the_picture_follows_a_diff_colour_change(far_view):
+    view, key = far_view
+    pixel_at_box(view, key)  # the picture rendered with the op-class colour
+    view.items_by_key[key].status = "removed"
+    view.viewport().update()
+    assert pixel_at_box(view, key).name() == QColor(DIFF_COLOURS["removed"][0]).name()
+
+
+def test_a_click_far_out_selects_the_box_under_it_and_a_double_click_opens_it(far_view, qtbot):
+    view, key = far_view
+    node = view.items_by_key[key].node
+    at = view.mapFromScene(node.x, node.y)
+    with qtbot.waitSignal(view.node_clicked, timeout=2000) as clicked:
+        qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=at)
+    assert clicked.args == [key]
+    with qtbot.waitSignal(view.node_activated, timeout=2000) as activated:
+        qtbot.mouseDClick(view.viewport(), Qt.MouseButton.LeftButton, pos=at)
+    assert activated.args == [key]
+    with qtbot.waitSignal(view.background_clicked, timeout=2000):
+        qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(2, 2) if view.node_at(QPoint(2, 2))
+                         is None else QPoint(view.viewport().width() - 2, 2))
+
+
+def test_a_picture_bigger_than_its_pixel_budget_leaves_the_items_drawn(far_view, monkeypatch):
+    view, _ = far_view
+    assert view.picture_wanted()
+    monkeypatch.setattr(graph_view, "PICTURE_MAX_PIXELS", 1000)
+    assert not view.picture_wanted()
