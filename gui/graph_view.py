@@ -104,7 +104,6 @@ class NodeItem(QGraphicsItem):
         self.heat: QColor | None = None
 
     look = NORMAL_LOOK
-    colour_changes = 0  # counts diff-status changes of any box: a view's picture of its layout follows them
 
     @property
     def status(self) -> str:
@@ -114,7 +113,8 @@ class NodeItem(QGraphicsItem):
     def status(self, value: str) -> None:
         if value != self._status:
             self._status = value
-            NodeItem.colour_changes += 1
+            if isinstance(layer := self.parentItem(), _Layer):  # its view's picture follows the change
+                layer.colour_changes += 1
 
     def boundingRect(self) -> QRectF:
         return self.rect.adjusted(-4, -4, 4, 4)
@@ -261,6 +261,7 @@ class _Layer(QGraphicsItem):
 
     def __init__(self) -> None:
         super().__init__()
+        self.colour_changes = 0  # diff-status changes of its boxes (a pane sets them on the items)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemHasNoContents, True)
 
     def boundingRect(self) -> QRectF:
@@ -564,7 +565,7 @@ class GraphView(QGraphicsView):
         if self.layer.isVisible():
             return
         zoom = self.zoom_level()
-        key = (zoom, id(NodeItem.look), NodeItem.colour_changes)
+        key = (zoom, id(NodeItem.look), self.layer.colour_changes)
         if self._picture is None or key != self._picture_key:
             self._picture, self._picture_key = self._render_picture(zoom), key
         scene = self.sceneRect()
