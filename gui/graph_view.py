@@ -526,8 +526,9 @@ class GraphView(QGraphicsView):
         self.centerOn(xs[len(xs) // 2], band / 2 - 40)
 
     def zoom(self, factor: float) -> None:
+        """Zoom in up to 8, out down to 0.01 (a big graph fitted is further out: it can still zoom in)."""
         scale = self.transform().m11() * factor
-        if 0.01 < scale < 8:
+        if (factor > 1 and scale < 8) or (factor < 1 and scale > 0.01):
             self.scale(factor, factor)
 
     def zoom_level(self) -> float:

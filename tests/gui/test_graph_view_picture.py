@@ -89,3 +89,13 @@ def test_a_picture_bigger_than_its_pixel_budget_leaves_the_items_drawn(far_view,
     assert view.picture_wanted()
     monkeypatch.setattr(graph_view, "PICTURE_MAX_PIXELS", 1000)
     assert not view.picture_wanted()
+
+
+def test_a_graph_fitted_further_out_than_the_zoom_limit_can_be_zoomed_in(far_view):
+    view, _ = far_view
+    view.resetTransform()
+    view.scale(0.002, 0.002)  # the 20k graph fitted: 0.0015
+    view.zoom(1.25)
+    assert view.zoom_level() == pytest.approx(0.0025)
+    view.zoom(0.8)
+    assert view.zoom_level() == pytest.approx(0.0025)  # no further out than the limit by the keys or the wheel
