@@ -99,3 +99,13 @@ def test_a_graph_fitted_further_out_than_the_zoom_limit_can_be_zoomed_in(far_vie
     assert view.zoom_level() == pytest.approx(0.0025)
     view.zoom(0.8)
     assert view.zoom_level() == pytest.approx(0.0025)  # no further out than the limit by the keys or the wheel
+
+
+def test_the_picture_follows_the_heat_overlay(far_view):
+    view, key = far_view
+    pixel_at_box(view, key)
+    name = next(name for name, owner in view.layout_.owner.items() if owner == key)
+    view.set_heat({name: 1.0}, lambda fraction: QColor("#7b1fa2"))
+    assert pixel_at_box(view, key).name() == "#7b1fa2"
+    view.set_heat(None)
+    assert pixel_at_box(view, key).name() == QColor(NodeItem.look.fills[view.items_by_key[key].node.category]).name()
