@@ -4,6 +4,7 @@ segfault: two TensorFlow graph imports at once), and the window ends on the last
 from __future__ import annotations
 
 import random
+import time
 
 import pytest
 
@@ -19,8 +20,16 @@ def toggle(window, pass_id: str) -> None:
 
 
 @pytest.mark.slow
-def test_toggling_passes_during_fusion_and_shape_inference_keeps_the_window(qtbot, window):
+def test_toggling_passes_during_fusion_and_shape_inference_keeps_the_window(qtbot, window, monkeypatch):
     rng = random.Random(7)
+    infer_shapes = window.tensorflow.infer_shapes
+
+    def slow_shapes(graphs, progress, cancelled):
+        """Fused graphs that record their shapes are inferred in a few ms: long enough to toggle in."""
+        time.sleep(0.3)
+        return infer_shapes(graphs, progress, cancelled)
+
+    monkeypatch.setattr(window.tensorflow, "infer_shapes", slow_shapes)
     window.open_model("mobilenet_v2")
     qtbot.waitUntil(lambda: window.session.stage is Stage.FUSING, timeout=WAIT_MS)
     for _ in range(4):  # during the first fusion
