@@ -45,6 +45,7 @@ EDGE_LABEL_LOD = 0.8
 BUILD_SLICE_S = 0.015  # GUI-thread time per slice of scene items
 READABLE_ZOOM = 0.85  # the first view of a big graph: labels and shapes legible
 MIN_FOCUS_ZOOM = 0.7  # centring on a selection never zooms out further than this
+EDGE_COLOURS = {False: "#5f6368", True: "#9aa0a6"}  # data and control edges, by `edge.control`
 FRAME_Z = -100  # open boxes lie under the edges (z 0) and boxes (z 1); deeper ones above outer ones
 # Below this zoom boxes are a few pixels: the view draws one picture of the layout instead of its
 # items (a Python paint call per item in view made one repaint of the fitted 20k graph ~110 ms).
@@ -203,7 +204,7 @@ class EdgeItem(QGraphicsItem):
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
         lod = option.levelOfDetailFromTransform(painter.worldTransform())
-        colour = QColor("#9aa0a6" if self.edge.control else "#5f6368")
+        colour = QColor(EDGE_COLOURS[self.edge.control])
         pen = QPen(colour, 1.1)
         pen.setCosmetic(lod < LABEL_LOD)
         if self.edge.control:
@@ -337,7 +338,7 @@ class GraphView(QGraphicsView):
         self.frame_items = {}
         self.edge_items = {}
         self.hit_keys = []
-        scene.setSceneRect(QRectF(-40, -40, layout.width + 80, layout.height + 80))
+        scene.setSceneRect(_scene_rect(layout))
         if keep_view:
             self.centerOn(centre)
         else:
@@ -439,7 +440,7 @@ class GraphView(QGraphicsView):
         for key, node in layout.nodes.items():
             if key not in self.items_by_key and key not in self.frame_items:
                 self._add_node(node, status)
-        scene.setSceneRect(QRectF(-40, -40, layout.width + 80, layout.height + 80))
+        scene.setSceneRect(_scene_rect(layout))
         self._finish_build()
 
     def keys_for(self, names: Iterable[str]) -> list[str]:
@@ -590,7 +591,7 @@ class GraphView(QGraphicsView):
             painter.setPen(QPen(border, 0))
             painter.setBrush(fill)
             painter.drawRect(frame.sceneBoundingRect().adjusted(4, 4, -4, -4))
-        for control, colour in ((False, "#5f6368"), (True, "#9aa0a6")):  # EdgeItem's colours
+        for control, colour in EDGE_COLOURS.items():
             painter.setPen(QPen(QColor(colour), 0))
             painter.drawLines([line for item in self.edge_items.values() if item.edge.control == control
                                for line in item.lines])
@@ -599,9 +600,7 @@ class GraphView(QGraphicsView):
         for item in self.items_by_key.values():
             node = item.node
             look = (item.heat.rgba() if item.heat is not None else None, item.status, node.category)
-            width, height = max(node.width, min_w), max(node.height, min_h)
-            groups.setdefault(look, (item, []))[1].append(QRectF(node.x - width / 2, node.y - height / 2,
-                                                                   width, height))
+            groups.setdefault(look, (item, []))[1].append(_box_rect(node, min_w, min_h))
         for item, rects in groups.values():
             fill, border = item.colours()
             painter.setPen(QPen(border, 0))
@@ -618,12 +617,7 @@ class GraphView(QGraphicsView):
             pen = QPen(colour, 3)
             pen.setCosmetic(True)
             painter.setPen(pen)
-            rects = []
-            for key in keys:
-                node = self.items_by_key[key].node
-                width, height = max(node.width, side), max(node.height, side)
-                rects.append(QRectF(node.x - width / 2, node.y - height / 2, width, height))
-            painter.drawRects(rects)
+            painter.drawRects([_box_rect(self.items_by_key[key].node, side, side) for key in keys])
 
     # ---- mouse ----------------------------------------------------------------------------------
     def node_at(self, pos) -> NodeItem | None:
@@ -747,6 +741,17 @@ class GraphView(QGraphicsView):
         self.layer.setVisible(True)
         self.scene().render(painter, target, self.scene().sceneRect())
         self.layer.setVisible(shown)
+
+
+def _box_rect(node: LayoutNode, min_width: float, min_height: float) -> QRectF:
+    """A box's scene rect, at least this big (so it shows in a far-out picture)."""
+    width, height = max(node.width, min_width), max(node.height, min_height)
+    return QRectF(node.x - width / 2, node.y - height / 2, width, height)
+
+
+def _scene_rect(layout: Layout) -> QRectF:
+    """The scene a layout is drawn in: the layout with a margin."""
+    return QRectF(-40, -40, layout.width + 80, layout.height + 80)
 
 
 def _looks_the_same(a: LayoutNode, b: LayoutNode) -> bool:
