@@ -50,6 +50,18 @@ def make_window(qtbot, tmp_path, layout_cache, config=None, tensorflow=None):
     return window
 
 
+def shown_view(qtbot, width: int = 600, height: int = 500):
+    """A GraphView of its own, shown and exposed, with nothing drawn yet."""
+    from gui.graph_view import GraphView  # after the QApplication exists
+
+    view = GraphView()
+    qtbot.addWidget(view)
+    view.resize(width, height)
+    view.show()
+    qtbot.waitExposed(view)
+    return view
+
+
 def close_window(window) -> None:
     window.close()
     assert window.workers.pool.activeThreadCount() == 0, "a worker thread is still running"

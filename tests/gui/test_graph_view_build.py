@@ -7,7 +7,7 @@ from PySide6.QtCore import QEvent, QObject
 
 from core.layout import layout_graph
 from gui import graph_view
-from gui.graph_view import GraphView
+from tests.gui.helpers import shown_view
 
 
 class PaintCounter(QObject):
@@ -24,11 +24,7 @@ class PaintCounter(QObject):
 def test_the_view_is_painted_once_the_scene_is_built_and_not_between_its_slices(qtbot, load_sample,
                                                                                 layout_cache, monkeypatch):
     layout = layout_graph(load_sample("resnet50"), frozenset(), cache=layout_cache)
-    view = GraphView()
-    qtbot.addWidget(view)
-    view.resize(600, 500)
-    view.show()
-    qtbot.waitExposed(view)
+    view = shown_view(qtbot)
     counter = PaintCounter()
     view.viewport().installEventFilter(counter)
     monkeypatch.setattr(graph_view, "BUILD_SLICE_S", 0.0)  # 50 items a slice: many slices

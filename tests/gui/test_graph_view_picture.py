@@ -11,17 +11,14 @@ from PySide6.QtGui import QColor
 from core.layout import layout_graph
 from gui import graph_view
 from gui.graph_view import DIFF_COLOURS, PICTURE_LOD, GraphView, NodeItem
+from tests.gui.helpers import shown_view
 
 
 @pytest.fixture
 def far_view(qtbot, load_sample, layout_cache):
     """resnet50 drawn at a zoom where its boxes are a few pixels, centred on one box."""
     layout = layout_graph(load_sample("resnet50"), frozenset(), cache=layout_cache)
-    view = GraphView()
-    qtbot.addWidget(view)
-    view.resize(600, 500)
-    view.show()
-    qtbot.waitExposed(view)
+    view = shown_view(qtbot)
     with qtbot.waitSignal(view.painted, timeout=20000):
         view.show_layout(layout)
     view.resetTransform()
