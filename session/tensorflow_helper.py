@@ -11,9 +11,9 @@ TensorFlow's ~3 s import. If the helper dies, the call that was waiting gets one
 window keeps what it shows, and the next call starts a new helper.
 
 Requests go one at a time (a lock) as (number, kind, payload); replies are (number, "progress",
-text), (number, "error", text) or (number, "done", value), and a reply to an older request (the
-start-up import, a cancelled call) is ignored. Values travel pickled (graphs as their bytes,
-see `Graph.__reduce__`). A value goes as (number, "pieces", n) and then n pickles of one stream
+text), (number, "error", text) or a value, and a reply to an older request (a cancelled call) is
+ignored. Values travel pickled (graphs as their bytes, see `Graph.__reduce__`). A value goes as
+(number, "pieces", n) and then n pickles of one stream
 (`_pieces`), unpickled one at a time: pickle's C loop holds the interpreter lock through a whole
 pickle (the 20k-node graph's pipeline at once: 100-211 ms in the window's worker thread, a stall of
 the GUI thread), and one piece at a time lets the GUI thread in between. The graph a request sent
