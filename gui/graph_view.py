@@ -8,12 +8,11 @@ passes: the window hands it a layout, a diff status per node and the names to li
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import chain, pairwise
 
-from PySide6.QtCore import QLineF, QPointF, QRectF, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QLineF, QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (
     QAction,
     QColor,
@@ -31,6 +30,7 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene, QGraphicsView, QMen
 from core.layout import Layout, LayoutEdge, LayoutNode
 from core.layout.expand import FRAME_HEADER
 from core.opclass import BORDER, PALETTE
+from gui.workers import run_in_slices
 
 # Diff colours (fill, border): removed red, new fused green, modified weights amber.
 DIFF_COLOURS = {
@@ -346,25 +346,12 @@ class GraphView(QGraphicsView):
         self._build_generation += 1
         self.building = True
         self.viewport().setUpdatesEnabled(False)  # until _finish_build
-        pending = [*((True, e) for e in layout.edges), *((False, n) for n in layout.nodes.values())]
-        self._add_slice(self._build_generation, pending, 0, status)
-
-    def _add_slice(self, generation: int, pending: list, start: int, status: Callable[[str], str] | None) -> None:
-        if generation != self._build_generation:
-            return  # a newer layout replaced this one mid-build
-        deadline = time.perf_counter() + BUILD_SLICE_S
-        index = start
-        while index < len(pending) and (index - start < 50 or time.perf_counter() < deadline):
-            is_edge, element = pending[index]
-            if is_edge:
-                self._add_edge(element)
-            else:
-                self._add_node(element, status)
-            index += 1
-        if index < len(pending):
-            QTimer.singleShot(0, lambda: self._add_slice(generation, pending, index, status))
-            return
-        self._finish_build()
+        generation = self._build_generation
+        steps = chain((self._add_edge(e) for e in layout.edges),
+                      (self._add_node(n, status) for n in layout.nodes.values()))
+        run_in_slices(self, steps, seconds=BUILD_SLICE_S, at_least=50,
+                      current=lambda: generation == self._build_generation,  # else a newer layout replaced it
+                      done=self._finish_build)
 
     def _add_edge(self, edge: LayoutEdge) -> None:
         item = EdgeItem(edge)

@@ -15,16 +15,16 @@ added to it at once, so the GUI thread never stalls on the list.
 from __future__ import annotations
 
 import posixpath
-import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem, QWidget
 
 from core.layout import short_name
+from gui.workers import run_in_slices
 from passes.base import Match, NearMiss, PassResult
 
 if TYPE_CHECKING:
@@ -93,16 +93,12 @@ class MatchList(QTreeWidget):
         common = posixpath.commonpath(anchors) if anchors else ""
         self.prefix = common + "/" if common and all(a.startswith(common + "/") for a in anchors) else ""
         self.filling = True
-        self._fill_slice(self._generation, self._build(shown), current)
+        generation = self._generation
+        run_in_slices(self, self._build(shown), seconds=FILL_SLICE_S, at_least=MIN_ROWS_PER_SLICE,
+                      current=lambda: generation == self._generation,  # else newer results replaced these
+                      done=lambda: self._filled(current))
 
-    def _fill_slice(self, generation: int, steps: Iterator[None], current: Match | NearMiss | None) -> None:
-        if generation != self._generation:
-            return  # newer results replaced these mid-fill
-        deadline = time.perf_counter() + FILL_SLICE_S
-        for done, _ in enumerate(steps, 1):
-            if done >= MIN_ROWS_PER_SLICE and time.perf_counter() > deadline:
-                QTimer.singleShot(0, self, lambda: self._fill_slice(generation, steps, current))
-                return
+    def _filled(self, current: Match | NearMiss | None) -> None:
         self.filling = False
         found = self.item_for(current) if current is not None and self.currentItem() is None else None
         if found is not None:

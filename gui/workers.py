@@ -8,11 +8,12 @@ queued to the GUI thread, so slots never run concurrently with the widgets.
 from __future__ import annotations
 
 import logging
+import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QToolButton, QWidget
 
 from core.errors import Cancelled, FuseLensError
@@ -20,6 +21,22 @@ from core.errors import Cancelled, FuseLensError
 log = logging.getLogger(__name__)
 
 Task = Callable[[Callable[[str], None], Callable[[], bool]], Any]
+
+
+def run_in_slices(context: QObject, steps: Iterator[object], *, seconds: float, at_least: int,
+                  current: Callable[[], bool], done: Callable[[], None]) -> None:
+    """GUI-thread work too big for one go (a scene's items, a list's rows): `steps` run about `seconds`
+    at a time (at least `at_least` steps a slice), the event loop runs between slices, and `done()`
+    follows the last step. Newer work replacing this one makes `current()` false: the rest is dropped."""
+    if not current():
+        return
+    deadline = time.perf_counter() + seconds
+    for count, _step in enumerate(steps, 1):
+        if count >= at_least and time.perf_counter() > deadline:
+            QTimer.singleShot(0, context, lambda: run_in_slices(context, steps, seconds=seconds, at_least=at_least,
+                                                                current=current, done=done))
+            return
+    done()
 
 
 class WorkerSignals(QObject):
