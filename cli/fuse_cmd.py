@@ -60,10 +60,11 @@ def run_fuse(args: argparse.Namespace) -> int:
     for out in (args.output, args.report, args.ledger):  # refuse before any work or any write
         if out:
             check_output_path(out, protect=protect)
-    # Only the JSON report carries every match and its explanation: without one, neither is built
-    # (on a big graph they cost seconds and tens of MB) and the printed summary comes from the pipeline.
+    # Only the JSON report carries every match, its details and its explanation: without one, none is
+    # kept (on a big graph they cost seconds and tens of MB) and the printed summary and the ledger
+    # come from the pipeline's counts.
     wants_json = bool(args.report or args.json)
-    pipeline = run_pipeline(model.graph, config, explain=wants_json)
+    pipeline = run_pipeline(model.graph, config, explain=wants_json, details=wants_json)
     report = build_report(pipeline, model=args.model) if wants_json else None
     if args.output:
         write_bytes_atomic(args.output, pipeline.fused.serialized(),

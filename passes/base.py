@@ -125,6 +125,9 @@ class NearMiss:
                 "culprit": self.culprit.to_json(), **({"bindings": self.bindings} if self.bindings else {})}
 
 
+_NO_CULPRIT = Culprit()
+
+
 def match_id(pass_id: str, anchor: str) -> str:
     return f"{pass_id}:{anchor}"
 
@@ -141,6 +144,19 @@ class PassResult:
     skipped: list[Match] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    detailed: bool = True  # False once drop_details() ran: the matches are only counted and named
+
+    def drop_details(self) -> None:
+        """Keep what a reader that counts needs (`fuse`'s printed summary and its ledger): each match's
+        anchor, summary and index, each near miss's anchor and reason, the errors. Nodes, bindings,
+        details, culprits and rewrites go: on a 20k-node graph they take megabytes."""
+        for match in (*self.matches, *self.skipped):
+            match.nodes = match.outputs = match.weights = ()
+            match.bindings, match.details, match.explanation = {}, {}, None
+        for near in self.near_misses:
+            near.nodes, near.culprit, near.bindings = (), _NO_CULPRIT, {}
+        self.rewrites = []
+        self.detailed = False
 
     def to_json(self) -> dict[str, Any]:
         return {"pass": self.pass_id, "matches": [m.to_json() for m in self.matches],

@@ -148,6 +148,8 @@ class _ComposedProvenance:
             return None  # the dataclass field's default
         provenance = pipeline.__dict__.get(self.slot)
         if provenance is None:
+            if not all(result.detailed for result in pipeline.results):
+                raise ValueError("this pipeline ran with details=False: its rewrites, hence its provenance, are gone")
             provenance = Provenance(tuple(pipeline.original.nodes))
             for result in pipeline.results:
                 for rewrite in result.rewrites:
@@ -185,6 +187,7 @@ def run_pipeline(
     cancelled: Callable[[], bool] | None = None,
     families: Iterable[str] = FAMILIES,
     explain: bool = True,
+    details: bool = True,
 ) -> PipelineResult:
     """Apply a configuration's passes in toolchain order; the input graph is not modified.
 
@@ -193,6 +196,8 @@ def run_pipeline(
     checked between passes. `families` keeps only those passes (the NPU bundle's fused graph is the
     AMCT passes' alone: the toolchain does scope fusion and AutoFuse itself). `explain` sets each
     match's explanation (passes/explain.py) while the graph each pass saw is still at hand.
+    `details=False` keeps of each pass's result only what is counted and printed (PassResult.drop_details),
+    dropped as soon as the pass has run: for a caller that prints a summary (`fuse` without a report).
     """
     from passes.config import PassConfig
 
@@ -222,6 +227,8 @@ def run_pipeline(
             raise
         except Exception as e:  # one pass that fails fails alone; its input graph goes on
             result = PassResult(pass_id, errors=[f"{pass_id} failed: {describe_error(e)}; the pass was skipped"])
+        if not details:
+            result.drop_details()
         pipeline.results.append(result)
     pipeline.fused = current
     pipeline.seconds = time.perf_counter() - start
