@@ -220,7 +220,7 @@ del data
 step("parsing the .pb")
 graph = Graph(graph_def, source=sys.argv[1])
 step("indexing it (Graph)")
-pipeline = run_pipeline(graph, explain=False)
+pipeline = run_pipeline(graph, explain=False, details=False)  # as `fuse` without a report runs it
 gc.collect()
 step("the default passes")
 write_bytes_atomic(sys.argv[2], pipeline.fused.serialized())
@@ -229,8 +229,8 @@ seen = {id(name) for name in graph.nodes}
 names = sum(sys.getsizeof(name) for name in graph.nodes) / 2**20
 print(f"\nPython objects alive at the end (deep sizes, MB): node names {names:.1f}")
 for label, g in (("input graph", graph), ("fused graph", pipeline.fused)):
-    parts = {a: deep(g.__dict__[a], seen) for a in ("nodes", "_inputs", "_consumers", "_control_consumers",
-             "_graph_index", "_topological", "_topological_index", "_const_values") if a in g.__dict__}
+    parts = {a: deep(g.__dict__[a], seen) for a in ("nodes", "_names", "_ids", "_in_start", "_in_node", "_in_port",
+             "_in_reader", "_out_start", "_out_edge", "_topological", "_const_values") if a in g.__dict__}
     shown = ", ".join(f"{a.strip('_')} {v:.1f}" for a, v in parts.items())
     print(f"  {label}: {sum(parts.values()):.1f} ({shown})")
 results = {kind: deep([getattr(r, kind) for r in pipeline.results], seen)

@@ -11,6 +11,7 @@ import bisect
 import hashlib
 import heapq
 import sys
+from array import array
 from collections import defaultdict
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -120,19 +121,19 @@ class Graph:
 
     @classmethod
     def _assembled(cls, nodes: dict[str, proto.NodeDef], library: proto.FunctionDefLibrary, versions: Any,
-                   source: str, validate: bool, kept: Graph, changed: Collection[str]) -> Graph:
+                   source: str, validate: bool) -> Graph:
         """A graph of these NodeDefs (by interned name; the dict becomes the graph's), with no GraphDef
-        until one is asked for, that shares what it can
-        with `kept`, the graph it was edited from: the parsed inputs of every node not in `changed`
-        (changed, added or removed), and the reader lists of every producer those nodes do not read."""
+        until one is asked for."""
         graph = cls.__new__(cls)
         graph._graph_def = None
-        graph._index(nodes, library, versions, source, validate, kept, changed)
+        graph._index(nodes, library, versions, source, validate)
         return graph
 
     def _index(self, nodes: Iterable[proto.NodeDef] | dict[str, proto.NodeDef], library: proto.FunctionDefLibrary,
-               versions: Any, source: str, validate: bool, kept: Graph | None = None,
-               changed: Collection[str] = ()) -> None:
+               versions: Any, source: str, validate: bool) -> None:
+        """The edge indexes as int32 arrays over node ids (a node's position in GraphDef order), not as
+        Python objects per edge: a 20k-node graph's tuples of TensorRef and Consumer took ~5 MB, its
+        arrays take ~0.3. The small objects (`TensorRef`, `Consumer`) are made when asked for."""
         self.library, self.versions, self.source = library, versions, source
         duplicates: list[str] = []
         if isinstance(nodes, dict):  # an editor's, by interned name: no node name to read again
@@ -144,37 +145,42 @@ class Graph:
                 if name in self.nodes:
                     duplicates.append(name)
                 self.nodes[name] = node
-        # Edge indexes hold tuples, not lists: a big graph has two per node, and a short tuple takes
-        # less than half the memory of a list (no separate, over-allocated item array). What `kept`
-        # shares is looked up in its own indexes: no graph-sized set or dict is made to select it.
-        kept_inputs = kept._inputs if kept is not None else {}
-        self._inputs: dict[str, tuple[TensorRef, ...]] = {
-            name: kept_inputs[name] if name in kept_inputs and name not in changed
-            else tuple(map(TensorRef.parse, node.input))
-            for name, node in self.nodes.items()
-        }
-        # Producers some changed node reads (or read): their reader lists are made anew; every other
-        # producer keeps the readers it had in `kept`.
-        touched = {ref.node for name in changed for refs in (kept_inputs.get(name, ()), self._inputs.get(name, ()))
-                   for ref in refs}
-        kept_consumers = kept._consumers if kept is not None else {}
-        kept_control = kept._control_consumers if kept is not None else {}
-        consumers: dict[str, list[Consumer]] = defaultdict(list)
-        control_consumers: dict[str, list[str]] = defaultdict(list)
-        for name, refs in self._inputs.items():
-            for index, ref in enumerate(refs):
-                if ref.node not in touched and (ref.node in kept_consumers or ref.node in kept_control):
-                    continue  # shared with `kept` below
-                if ref.control:
-                    control_consumers[ref.node].append(name)
+        # Node ids: positions in GraphDef order; names an input reads that are no node (a graph read
+        # without validation) get the ids after them, so their readers are indexed too.
+        self._names: list[str] = list(self.nodes)
+        self._ids: dict[str, int] = {name: i for i, name in enumerate(self._names)}
+        self._missing: dict[str, int] = {}
+        # Inputs in CSR form: node i's inputs are edges _in_start[i] .. _in_start[i + 1] - 1, each a
+        # producer id and a port (-1: a control input).
+        starts, producers, ports = array("i", [0]), array("i"), array("i")
+        ids, missing, names = self._ids, self._missing, self._names
+        for node in self.nodes.values():
+            for text in node.input:
+                producer = ids.get(text) if ":" not in text and text[:1] != "^" else None
+                if producer is None:
+                    ref = TensorRef.parse(text)
+                    producer = ids.get(ref.node)
+                    if producer is None:
+                        producer = missing.get(ref.node)
+                        if producer is None:
+                            producer = missing[ref.node] = len(names)
+                            names.append(ref.node)
+                    ports.append(-1 if ref.control else ref.port)
                 else:
-                    consumers[ref.node].append(Consumer(name, index, ref.port))
-        self._consumers: dict[str, tuple[Consumer, ...]] = {producer: tuple(c) for producer, c in consumers.items()}
-        self._control_consumers: dict[str, tuple[str, ...]] = {
-            producer: tuple(c) for producer, c in control_consumers.items()}
-        del consumers, control_consumers  # freed before validate's topological sort allocates
-        for own, shared in ((self._consumers, kept_consumers), (self._control_consumers, kept_control)):
-            own.update((producer, readers) for producer, readers in shared.items() if producer not in touched)
+                    ports.append(0)
+                producers.append(producer)
+            starts.append(len(producers))
+        self._in_start, self._in_node, self._in_port = starts, producers, ports
+        # Readers in CSR form: producer p's reading edges are _out_edge[_out_start[p] .. _out_start[p + 1] - 1],
+        # its data edges first, each kind in reader order then slot order (the order the inputs are listed).
+        node_ids = np.frombuffer(producers, dtype=np.int32)
+        control = np.frombuffer(ports, dtype=np.int32) < 0
+        order = np.argsort(node_ids.astype(np.int64) * 2 + control, kind="stable").astype(np.int32)
+        self._out_edge = array("i", order.tobytes())
+        self._out_start = array("i", [0])
+        self._out_start.frombytes(np.cumsum(np.bincount(node_ids, minlength=len(names)), dtype=np.int32).tobytes())
+        self._in_reader = array("i", np.repeat(np.arange(len(self.nodes), dtype=np.int32),
+                                               np.diff(np.frombuffer(starts, dtype=np.int32))).tobytes())
         self._shapes: dict[tuple[str, int], tuple[int | None, ...] | None] | None = None
         self._const_values: dict[str, np.ndarray] = {}
         if validate:
@@ -253,11 +259,7 @@ class Graph:
 
     def in_graph_order(self, names: Iterable[str]) -> list[str]:
         """`names` in GraphDef order, in time linear in len(names) (not in the graph's size)."""
-        return sorted(set(names), key=self._graph_index.__getitem__)
-
-    @cached_property
-    def _graph_index(self) -> dict[str, int]:
-        return {name: i for i, name in enumerate(self.nodes)}
+        return sorted(set(names), key=self._ids.__getitem__)
 
     def node(self, name: str) -> proto.NodeDef:
         try:
@@ -289,27 +291,48 @@ class Graph:
 
     def inputs(self, name: str) -> list[TensorRef]:
         """Data inputs only, in slot order."""
-        return [ref for ref in self._inputs[name] if not ref.control]
+        i = self._ids[name]
+        names, start, end = self._names, self._in_start[i], self._in_start[i + 1]
+        return [TensorRef(names[producer], port)
+                for producer, port in zip(self._in_node[start:end], self._in_port[start:end]) if port >= 0]
 
     def control_inputs(self, name: str) -> list[str]:
-        return [ref.node for ref in self._inputs[name] if ref.control]
+        i = self._ids[name]
+        start, end = self._in_start[i], self._in_start[i + 1]
+        return [self._names[producer]
+                for producer, port in zip(self._in_node[start:end], self._in_port[start:end]) if port < 0]
 
     def input_node(self, name: str, index: int) -> str:
         return self.inputs(name)[index].node
 
+    def _reading_edges(self, name: str) -> array:
+        """The edges that read `name` (data first), empty for a name nothing reads."""
+        i = self._ids.get(name)
+        if i is None:
+            i = self._missing.get(name)
+            if i is None:
+                return array("i")
+        return self._out_edge[self._out_start[i]:self._out_start[i + 1]]
+
     def consumers(self, name: str, port: int | None = None) -> list[Consumer]:
         """Data consumers of a node's outputs (of one `port` if given)."""
-        found = self._consumers.get(name, ())
-        return list(found) if port is None else [c for c in found if c.port == port]
+        found = []
+        for edge in self._reading_edges(name):
+            p = self._in_port[edge]
+            if p < 0:
+                break  # the control edges come last
+            if port is None or p == port:
+                reader = self._in_reader[edge]
+                found.append(Consumer(self._names[reader], edge - self._in_start[reader], p))
+        return found
 
     def control_consumers(self, name: str) -> list[str]:
-        return list(self._control_consumers.get(name, ()))
+        return [self._names[self._in_reader[edge]] for edge in self._reading_edges(name) if self._in_port[edge] < 0]
 
     def consumer_nodes(self, name: str) -> list[str]:
         """Distinct nodes that read any output of `name` (data or control), in graph order."""
-        seen = dict.fromkeys(c.node for c in self._consumers.get(name, ()))
-        seen.update(dict.fromkeys(self._control_consumers.get(name, ())))
-        return list(seen)
+        names, readers = self._names, self._in_reader
+        return list(dict.fromkeys([names[readers[edge]] for edge in self._reading_edges(name)]))
 
     def attr(self, name: str, key: str, default: Any = None) -> Any:
         """A node attribute as a Python value (s decoded, lists as lists, tensors as arrays)."""
@@ -375,7 +398,7 @@ class Graph:
         return [
             n.name
             for n in self
-            if n.op not in NON_OUTPUT_OPS and n.op != "Placeholder" and not self._consumers.get(n.name)
+            if n.op not in NON_OUTPUT_OPS and n.op != "Placeholder" and not self.consumers(n.name)
         ]
 
     def placeholder_spec(self, name: str) -> tuple[str, tuple[int | None, ...] | None]:
@@ -464,26 +487,48 @@ class Graph:
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def edge_count(self) -> int:
-        return sum(len(refs) for refs in self._inputs.values())
+        return len(self._in_node)
 
     def topological_order(self) -> list[str]:
         """Nodes in topological_sort() order over data and control edges, minus TF1 while-loop back
         edges (out of LOOP_BACK_EDGE_OPS); GraphDef order among ready nodes. Computed once per graph."""
-        return list(self._topological)
+        return [self._names[i] for i in self._topological[0]]
 
     def topological_index(self) -> Mapping[str, int]:
-        """Each node's position in topological_order(), computed once (do not modify)."""
-        return self._topological_index
+        """Each node's position in topological_order() (nodes on or after a cycle have none)."""
+        return _Positions(self._ids, self._topological[1])
 
     @cached_property
-    def _topological(self) -> tuple[str, ...]:
-        edges = ((ref.node, name) for name, refs in self._inputs.items() for ref in refs
-                 if ref.node in self.nodes and self.nodes[ref.node].op not in LOOP_BACK_EDGE_OPS)
-        return tuple(topological_sort(self.nodes, edges))
+    def _topological(self) -> tuple[array, array]:
+        """(node ids in topological_order(), each node's position in it or -1): topological_sort()'s
+        Kahn order, on the arrays (the same order: among ready nodes the first in GraphDef order)."""
+        count = len(self.nodes)
+        loop = [node.op in LOOP_BACK_EDGE_OPS for node in self.nodes.values()]
+        waiting = [0] * count
+        for producer, reader in zip(self._in_node, self._in_reader):
+            if producer < count and not loop[producer]:
+                waiting[reader] += 1
+        ready = [i for i, deg in enumerate(waiting) if deg == 0]  # ascending, so already a heap
+        order = array("i")
+        while ready:
+            i = heapq.heappop(ready)
+            order.append(i)
+            if loop[i]:
+                continue
+            for edge in self._out_edge[self._out_start[i]:self._out_start[i + 1]]:
+                reader = self._in_reader[edge]
+                waiting[reader] -= 1
+                if waiting[reader] == 0:
+                    heapq.heappush(ready, reader)
+        positions = array("i", [-1]) * count
+        for position, i in enumerate(order):
+            positions[i] = position
+        return order, positions
 
-    @cached_property
-    def _topological_index(self) -> dict[str, int]:
-        return {name: i for i, name in enumerate(self._topological)}
+    def _position(self, name: str) -> int:
+        """`name`'s position in topological_order(), -1 when it has none."""
+        i = self._ids.get(name)
+        return -1 if i is None else self._topological[1][i]
 
     def reaches(self, sources: Iterable[str], targets: Collection[str]) -> tuple[str, str] | None:
         """Whether a path along data or control edges leads from one of `sources` into `targets`:
@@ -494,14 +539,14 @@ class Graph:
         not walked again, so a call is linear in the graph. Back edges between walked nodes
         are followed: a group that would swallow part of a loop frame counts as a cycle.
         """
-        index = self._topological_index
-        limit = max((index.get(t, -1) for t in targets), default=-1)
+        position = self._position
+        limit = max((position(t) for t in targets), default=-1)
         seen: set[str] = set()
         for source in sources:
             stack = [source]
             while stack:
                 name = stack.pop()
-                if name in seen or index.get(name, limit + 1) > limit:
+                if name in seen or not 0 <= position(name) <= limit:
                     continue
                 seen.add(name)
                 for reader in self.consumer_nodes(name):
@@ -517,9 +562,8 @@ class Graph:
         Members are tried in topological order, each one's readers in graph order; None when safe.
         """
         members = set(group)
-        index = self._topological_index
         exits: dict[str, str] = {}  # first node outside -> the member it reads
-        for member in sorted(members, key=lambda n: index.get(n, -1)):
+        for member in sorted(members, key=self._position):
             for reader in self.consumer_nodes(member):
                 if reader not in members:
                     exits.setdefault(reader, member)
@@ -535,11 +579,12 @@ class Graph:
         g = nx.MultiDiGraph()
         for node in self:
             g.add_node(node.name, op=node.op)
-        for name, refs in self._inputs.items():
-            for index, ref in enumerate(refs):
-                if ref.control and not control:
-                    continue
-                g.add_edge(ref.node, name, port=ref.port, index=index, control=ref.control)
+        for edge, (producer, port) in enumerate(zip(self._in_node, self._in_port)):
+            if port < 0 and not control:
+                continue
+            reader = self._in_reader[edge]
+            g.add_edge(self._names[producer], self._names[reader], port=max(port, 0),
+                       index=edge - self._in_start[reader], control=port < 0)
         return g
 
     def validate(self, duplicates: Iterable[str] = ()) -> None:
@@ -550,9 +595,10 @@ class Graph:
             problems.append(f"duplicate node names: {', '.join(shown(d) for d in duplicates[:5])}")
         if not self.nodes:
             problems.append("the graph has no nodes")
+        count = len(self.nodes)
         dangling = [
-            f"{shown(name)} -> {shown(ref)}" for name, refs in self._inputs.items() for ref in refs
-            if ref.node not in self.nodes
+            f"{shown(self._names[reader])} -> {shown(TensorRef(self._names[producer], max(port, 0), port < 0))}"
+            for producer, port, reader in zip(self._in_node, self._in_port, self._in_reader) if producer >= count
         ]
         if dangling:
             more = f" (+{len(dangling) - 3} more)" if len(dangling) > 3 else ""
@@ -572,6 +618,27 @@ def _record_head(field: int, length: int) -> bytes:
             value >>= 7
         head.append(value)
     return bytes(head)
+
+
+class _Positions(Mapping[str, int]):
+    """Graph.topological_index(): node name -> position, read from the graph's arrays (no dict per graph)."""
+
+    def __init__(self, ids: dict[str, int], positions: array):
+        self._ids, self._positions = ids, positions
+
+    def __getitem__(self, name: str) -> int:
+        position = self._positions[self._ids[name]]
+        if position < 0:
+            raise KeyError(name)
+        return position
+
+    def __iter__(self) -> Iterator[str]:
+        names = list(self._ids)
+        return (names[i] for i in sorted(range(len(names)), key=self._positions.__getitem__)
+                if self._positions[i] >= 0)
+
+    def __len__(self) -> int:
+        return sum(1 for position in self._positions if position >= 0)
 
 
 def _unpickle_graph(data: bytes, source: str, shapes: Any) -> Graph:
@@ -762,6 +829,4 @@ class GraphEditor:
             emit(name)
         for name in self._nodes:  # added after a node that was later removed
             emit(name)
-        changed = self._copied | (self.source.nodes.keys() - self._nodes.keys())
-        return Graph._assembled(emitted, library, self.source.versions, self.source.source, validate,
-                                self.source, changed)
+        return Graph._assembled(emitted, library, self.source.versions, self.source.source, validate)

@@ -122,6 +122,35 @@ def test_topological_order_skips_loop_back_edges_and_keeps_graph_order_among_rea
             assert g.op(ref.node) == "NextIteration" or order.index(ref.node) < order.index(name)
 
 
+def test_a_graph_read_without_validation_indexes_missing_producers_and_leaves_a_cycle_out_of_its_order():
+    g = Graph.from_nodes([make_node("Relu", "a", ["ghost:1", "c"]), make_node("Relu", "b", ["a", "^ghost"]),
+                          make_node("Relu", "c", ["b"]), make_node("Placeholder", "x"),
+                          make_node("Relu", "y", ["x", "ghost"])], validate=False)
+    assert [(c.node, c.index, c.port) for c in g.consumers("ghost")] == [("a", 0, 1), ("y", 1, 0)]
+    assert g.control_consumers("ghost") == ["b"] and g.consumer_nodes("ghost") == ["a", "y", "b"]
+    assert [str(r) for r in g.inputs("a")] == ["ghost:1", "c"] and g.consumers("nobody") == []
+    assert g.topological_order() == ["x", "y"]  # a, b and c wait on each other
+    index = g.topological_index()
+    assert dict(index) == {"x": 0, "y": 1} and len(index) == 2 and "a" not in index and index.get("ghost") is None
+    with pytest.raises(FuseLensError, match=r"inputs name missing nodes: a -> ghost:1; b -> \^ghost; y -> ghost"):
+        g.validate()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_graphs_order_is_topological_sort_over_its_edges(seed):
+    rng = np.random.default_rng(seed)
+    names = [f"n{i}" for i in rng.permutation(40)]  # written in an order unrelated to the edges
+    rank = {name: int(name[1:]) for name in names}
+    nodes = [make_node("AddN" if rank[n] else "Placeholder", n,
+                       [f"n{j}" if rng.random() < 0.8 else f"^n{j}" for j in rng.choice(rank[n], min(rank[n], 3),
+                                                                                         replace=False)])
+             for n in names]
+    g = Graph.from_nodes(nodes)
+    edges = [(ref, name) for name in g.nodes for ref in [r.node for r in g.inputs(name)] + g.control_inputs(name)]
+    assert g.topological_order() == topological_sort(names, edges)
+    assert g.edge_count() == len(edges)
+
+
 def test_topological_sort_leaves_out_keys_on_or_after_a_cycle():
     edges = [("a", "b"), ("b", "c"), ("c", "b"), ("c", "d"), ("a", "ghost")]
     assert topological_sort(["d", "c", "b", "a", "e"], edges) == ["a", "e"]
@@ -202,7 +231,8 @@ def test_constants_are_seen_through_forwarding_ops_and_what_a_pass_adds():
 
 def indexes(graph: Graph) -> tuple:
     """What a graph knows about its edges, in a comparable form."""
-    return ({name: [str(r) for r in graph._inputs[name]] for name in graph.nodes},
+    return ({name: [str(r) for r in graph.inputs(name)] + [f"^{c}" for c in graph.control_inputs(name)]
+             for name in graph.nodes},
             {name: [(c.node, c.index, c.port) for c in graph.consumers(name)] for name in graph.nodes},
             {name: graph.control_consumers(name) for name in graph.nodes}, graph.topological_order())
 
