@@ -8,7 +8,7 @@ passes: the window hands it a layout, a diff status per node and the names to li
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import chain, pairwise
 
@@ -25,9 +25,19 @@ from PySide6.QtGui import (
     QPen,
     QPolygonF,
 )
-from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene, QGraphicsView, QMenu, QStyleOptionGraphicsItem, QWidget
+from PySide6.QtWidgets import (
+    QGraphicsItem,
+    QGraphicsPathItem,
+    QGraphicsRectItem,
+    QGraphicsScene,
+    QGraphicsView,
+    QMenu,
+    QStyleOptionGraphicsItem,
+    QWidget,
+)
 
 from core.layout import Layout, LayoutEdge, LayoutNode
+from core.layout.change import LayoutChange, edge_key, layout_change
 from core.layout.expand import FRAME_HEADER
 from core.opclass import BORDER, PALETTE
 from gui.workers import run_in_slices
@@ -86,13 +96,20 @@ class _Fonts:
             cls.small.setPointSizeF(6.5)
 
 
-class NodeItem(QGraphicsItem):
-    """A box; an open one (opened in place) is a frame under its content, deeper frames above outer ones."""
+class NodeItem(QGraphicsRectItem):
+    """A box; an open one (opened in place) is a frame under its content, deeper frames above outer ones.
+
+    A rect item without a pen whose rect is the box's bounds, so that Qt reads the bounds in C++: a
+    Python boundingRect() was called ~4k times per paint after boxes moved (the scene's index asks
+    each moved item), each call waiting for the interpreter lock while a layout worker ran.
+    """
 
     def __init__(self, node: LayoutNode, depth: int = 0):
         super().__init__()
         self.node = node
-        self.rect = QRectF(-node.width / 2, -node.height / 2, node.width, node.height)
+        self.box = QRectF(-node.width / 2, -node.height / 2, node.width, node.height)
+        self.setRect(self.box.adjusted(-4, -4, 4, 4))
+        self.setPen(Qt.PenStyle.NoPen)
         self.setPos(node.x, node.y)
         self.setAcceptedMouseButtons(Qt.MouseButton.NoButton)  # clicks and drags go to the view
         name = node.scope or node.original or node.key
@@ -116,9 +133,6 @@ class NodeItem(QGraphicsItem):
             self._status = value
             if isinstance(layer := self.parentItem(), _Layer):  # its view's picture follows the change
                 layer.colour_changes += 1
-
-    def boundingRect(self) -> QRectF:
-        return self.rect.adjusted(-4, -4, 4, 4)
 
     def colours(self) -> tuple[QColor, QColor]:
         """Fill and border of the box (heat, else its diff status, else its op class)."""
@@ -150,14 +164,14 @@ class NodeItem(QGraphicsItem):
                 pen.setCosmetic(True)
                 pen.setWidthF(3)
                 painter.setPen(pen)
-            painter.drawRect(self.rect)
+            painter.drawRect(self.box)
             return
-        painter.drawRoundedRect(self.rect, 5, 5)
+        painter.drawRoundedRect(self.box, 5, 5)
         if self.status != "unchanged" or self.heat is not None:  # keep the op class visible as a stripe
-            painter.fillRect(QRectF(self.rect.left() + 2, self.rect.top() + 4, 4, self.rect.height() - 8),
+            painter.fillRect(QRectF(self.box.left() + 2, self.box.top() + 4, 4, self.box.height() - 8),
                              QColor(BORDER[self.node.category]))
         _Fonts.ensure()
-        text_rect = self.rect.adjusted(8, 3, -6, -3)
+        text_rect = self.box.adjusted(8, 3, -6, -3)
         lines = [(_Fonts.op, "#1f1f1f", self.node.op), (_Fonts.name, "#303030", self.node.title)]
         if self.node.weight_text:
             lines.append((_Fonts.small, "#5f6368", self.node.weight_text))
@@ -176,11 +190,11 @@ class NodeItem(QGraphicsItem):
         """An open box: a pale frame with its op and name on a header line; its content draws itself."""
         fill.setAlpha(70)
         painter.setBrush(fill)
-        painter.drawRoundedRect(self.rect, 8, 8)
+        painter.drawRoundedRect(self.box, 8, 8)
         if lod < LABEL_LOD:
             return
         _Fonts.ensure()
-        header = QRectF(self.rect.left() + 10, self.rect.top() + 4, self.rect.width() - 20, FRAME_HEADER - 8)
+        header = QRectF(self.box.left() + 10, self.box.top() + 4, self.box.width() - 20, FRAME_HEADER - 8)
         painter.setPen(QColor("#1f1f1f"))
         painter.setFont(_Fonts.op)
         text = f"{self.node.op}  {self.node.title}"
@@ -188,19 +202,22 @@ class NodeItem(QGraphicsItem):
         painter.drawText(header, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, elided)
 
 
-class EdgeItem(QGraphicsItem):
+class EdgeItem(QGraphicsPathItem):
+    """An edge: its route, arrow head and shape label drawn by paint(); the item's own path (no pen)
+    is only the rectangle around them, so that Qt reads the bounds in C++ (see NodeItem)."""
+
     def __init__(self, edge: LayoutEdge):
         super().__init__()
         self.edge = edge
         self.lines = edge_lines(edge)
-        self.path = edge_path(edge)
+        self.route = edge_path(edge)
         self.head = arrow_head(edge)
-        self.bounds = self.path.boundingRect().united(self.head.boundingRect()).adjusted(-4, -4, 60, 4)
+        bounds = QPainterPath()
+        bounds.addRect(self.route.boundingRect().united(self.head.boundingRect()).adjusted(-4, -4, 60, 4))
+        self.setPath(bounds)
+        self.setPen(Qt.PenStyle.NoPen)
         self.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
-        self.label_at = self.path.pointAtPercent(0.5) if edge.label else None
-
-    def boundingRect(self) -> QRectF:
-        return self.bounds
+        self.label_at = self.route.pointAtPercent(0.5) if edge.label else None
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
         lod = option.levelOfDetailFromTransform(painter.worldTransform())
@@ -211,7 +228,7 @@ class EdgeItem(QGraphicsItem):
             pen.setStyle(Qt.PenStyle.DashLine)
         painter.setPen(pen)
         painter.setBrush(Qt.BrushStyle.NoBrush)
-        painter.drawPath(self.path)
+        painter.drawPath(self.route)
         if lod < LABEL_LOD:
             return
         painter.setBrush(colour)
@@ -356,7 +373,7 @@ class GraphView(QGraphicsView):
     def _add_edge(self, edge: LayoutEdge) -> None:
         item = EdgeItem(edge)
         item.setParentItem(self.layer)
-        self.edge_items[(edge.source, edge.target, edge.control)] = item
+        self.edge_items[edge_key(edge)] = item
 
     def _add_node(self, node: LayoutNode, status: Callable[[str], str] | None) -> NodeItem:
         depth, parent = 0, node.parent
@@ -380,55 +397,62 @@ class GraphView(QGraphicsView):
         self.viewport().update()
         self.built.emit()
 
-    def update_layout(self, layout: Layout, status: Callable[[str], str] | None = None) -> None:
+    def update_layout(self, layout: Layout, status: Callable[[str], str] | None = None,
+                      change: LayoutChange | None = None) -> None:
         """Show a layout made from the shown one by opening or closing boxes in place: the view stays
         where it is, items of unchanged boxes and edges stay, moved ones move, the rest come and go.
 
         A box opened in a 20k-node overview moves a thousand boxes below it; moving their items
-        costs a fraction of building the scene again, and the user keeps their place.
+        costs a fraction of building the scene again, and the user keeps their place. `change`, the
+        comparison of the two layouts, comes from the layout worker (made here when it is missing or
+        was made against another layout than the one shown). It is applied in slices, as a scene is
+        built (show_layout), and the viewport is repainted once it is all in.
         """
         if self.layout_ is None or self.building:
             self.show_layout(layout, status, keep_view=True)
             return
-        scene = self.scene()
+        if change is None or change.old is not self.layout_ or change.new is not layout:
+            change = layout_change(self.layout_, layout)
         self.layout_ = layout
         self._build_generation += 1
-        old_edges, self.edge_items = self.edge_items, {}
-        for edge in layout.edges:
-            key = (edge.source, edge.target, edge.control)
-            item = old_edges.pop(key, None)
-            if item is not None and item.edge is not edge:
-                shift = _translation(item.edge, edge)
-                if shift is None:
-                    scene.removeItem(item)
-                    item = None
-                else:  # the same route, moved with its boxes
-                    item.setPos(item.pos() + shift)
-                    item.edge, item.lines = edge, edge_lines(edge)
-            if item is None:
-                self._add_edge(edge)
-            else:
-                self.edge_items[key] = item
-        for item in old_edges.values():
-            scene.removeItem(item)
-        for items in (self.items_by_key, self.frame_items):
-            for key, item in list(items.items()):
-                node = layout.nodes.get(key)
-                if node is item.node:
-                    continue
-                if node is not None and _looks_the_same(node, item.node):
-                    item.node = node
-                    item.setPos(node.x, node.y)
-                    continue
-                scene.removeItem(item)
-                del items[key]
-                if key in self.hit_keys:
-                    self.hit_keys.remove(key)
-        for key, node in layout.nodes.items():
-            if key not in self.items_by_key and key not in self.frame_items:
-                self._add_node(node, status)
-        scene.setSceneRect(_scene_rect(layout))
-        self._finish_build()
+        self.building = True
+        self.viewport().setUpdatesEnabled(False)  # until _finish_build
+        generation = self._build_generation
+        self.scene().setSceneRect(_scene_rect(layout))
+        run_in_slices(self, self._change_steps(change, status), seconds=BUILD_SLICE_S, at_least=50,
+                      current=lambda: generation == self._build_generation, done=self._finish_build)
+
+    def _change_steps(self, change: LayoutChange, status: Callable[[str], str] | None) -> Iterator[None]:
+        """`change` applied to the items, one box or edge per step."""
+        scene = self.scene()
+        for key in change.dropped_edges:
+            scene.removeItem(self.edge_items.pop(key))
+            yield
+        for edge in change.retagged_edges:
+            self.edge_items[edge_key(edge)].edge = edge
+        for edge, dx, dy in change.moved_edges:
+            item = self.edge_items[edge_key(edge)]
+            item.moveBy(dx, dy)
+            item.edge, item.lines = edge, edge_lines(edge)
+            yield
+        for edge in change.added_edges:
+            self._add_edge(edge)
+            yield
+        for key in change.dropped_nodes:
+            scene.removeItem(self.items_by_key.pop(key, None) or self.frame_items.pop(key))
+            if key in self.hit_keys:
+                self.hit_keys.remove(key)
+            yield
+        for node in change.retagged_nodes:
+            (self.items_by_key.get(node.key) or self.frame_items[node.key]).node = node
+        for node in change.moved_nodes:
+            item = self.items_by_key.get(node.key) or self.frame_items[node.key]
+            item.node = node
+            item.setPos(node.x, node.y)
+            yield
+        for node in change.added_nodes:
+            self._add_node(node, status)
+            yield
 
     def keys_for(self, names: Iterable[str]) -> list[str]:
         """Layout keys drawing these graph nodes (a folded constant maps to its consumer)."""
@@ -739,24 +763,6 @@ def _box_rect(node: LayoutNode, min_width: float, min_height: float) -> QRectF:
 def _scene_rect(layout: Layout) -> QRectF:
     """The scene a layout is drawn in: the layout with a margin."""
     return QRectF(-40, -40, layout.width + 80, layout.height + 80)
-
-
-def _looks_the_same(a: LayoutNode, b: LayoutNode) -> bool:
-    """Whether two boxes differ at most in position (then an item can move instead of being rebuilt)."""
-    return (a.key, a.op, a.title, a.category, a.width, a.height, a.open, a.parent, a.weight_text, a.original,
-            a.members) == (b.key, b.op, b.title, b.category, b.width, b.height, b.open, b.parent, b.weight_text,
-                           b.original, b.members)
-
-
-def _translation(old: LayoutEdge, new: LayoutEdge) -> QPointF | None:
-    """How far `new` is `old` moved as a whole, or None when its route changed shape."""
-    if len(old.points) != len(new.points) or not old.points or old.spline != new.spline:
-        return None
-    dx, dy = new.points[0][0] - old.points[0][0], new.points[0][1] - old.points[0][1]
-    for (x0, y0), (x1, y1) in zip(old.points, new.points, strict=True):
-        if abs(x1 - x0 - dx) > 0.01 or abs(y1 - y0 - dy) > 0.01:
-            return None
-    return QPointF(dx, dy)
 
 
 def _heat_colour(fraction: float) -> QColor:

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from core.graph import Graph
 from core.layout import FRAME_PREFIX, SCOPE_PREFIX, Layout, LayoutCache, layout_graph
+from core.layout.change import LayoutChange, layout_change
 from core.layout.drawn import collapsible_scopes, drawn_names
 from core.layout.expand import close_box, follow_collapsed, is_body_key, open_box, outermost
 from core.layout.overview import overview_scopes
@@ -92,12 +93,12 @@ class Pane(QWidget):
         in_place = same and collapsed is not None and outermost(collapsed) != outermost(shown.collapsed)
         reopen = [key for key, _ in shown.opened if not key.startswith(SCOPE_PREFIX)] if same else []
 
-        def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> tuple[Layout, bool]:
+        def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> tuple[Layout, LayoutChange | None]:
             if in_place:
                 progress(f"layout ({side}): opening in place")
                 layout = follow_collapsed(graph, shown, collapsed, cache=cache, cancelled=cancelled)
                 if layout is not None:
-                    return layout, True
+                    return layout, layout_change(shown, layout)
             scopes = collapsed
             if scopes is None:
                 names = drawn_names(graph)
@@ -107,7 +108,7 @@ class Pane(QWidget):
             for key in reopen:
                 if key in layout.nodes and not layout.nodes[key].open:
                     layout = open_box(graph, layout, key, cache=cache, cancelled=cancelled)
-            return layout, False
+            return layout, None
 
         keep_view = shown is not None and collapsed is not None and shown.collapsed != collapsed
         self.workers.start(f"layout-{side}", f"layout of the {side} graph", task,
@@ -126,15 +127,16 @@ class Pane(QWidget):
         if node.open:
             if key not in {k for k, _ in shown.opened}:
                 return False
-            change = partial(close_box, graph, shown, key)
+            edit = partial(close_box, graph, shown, key)
         elif not node.is_scope and key in graph and graph.fused_info(key) is not None \
                 and graph.fused_info(key).function in graph.functions:
-            change = partial(open_box, graph, shown, key)
+            edit = partial(open_box, graph, shown, key)
         else:
             return False
 
-        def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> tuple[Layout, bool]:
-            return change(cache=cache, cancelled=cancelled), True
+        def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> tuple[Layout, LayoutChange | None]:
+            layout = edit(cache=cache, cancelled=cancelled)
+            return layout, layout_change(shown, layout)
 
         with_shapes = self.drawn_with_shapes
         self.workers.start(f"layout-{side}", f"{'closing' if node.open else 'opening'} {key}", task,
@@ -142,13 +144,15 @@ class Pane(QWidget):
                            on_error=self.failed.emit, on_progress=self.message.emit)
         return True
 
-    def _show(self, graph: Graph, layout: Layout, in_place: bool, status: Callable[[str], str] | None,
+    def _show(self, graph: Graph, layout: Layout, in_place: LayoutChange | None, status: Callable[[str], str] | None,
               keep_view: bool, with_shapes: bool) -> None:
+        """Draw `layout`; `in_place`, when the worker opened or closed boxes of the shown layout, is how
+        it differs from that one (the view moves its items instead of building them again)."""
         if graph is not self.graph:
             return  # the pane was given another graph meanwhile
         self.shown, self.shown_graph, self.drawn_with_shapes = layout, graph, with_shapes
-        if in_place:
-            self.view.update_layout(layout, status)
+        if in_place is not None:
+            self.view.update_layout(layout, status, in_place)
         else:
             self.view.show_layout(layout, status, keep_view=keep_view)
             # The graph and its layout live until the next model: out of the garbage collector's view.

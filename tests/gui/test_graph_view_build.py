@@ -3,9 +3,15 @@ costs a Python call per item in view, and paints between the slices stalled the 
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QEvent, QObject
 
-from core.layout import layout_graph
+from benchmarks.bench_amct import synthetic
+from core.layout import SCOPE_PREFIX, layout_graph
+from core.layout.change import edge_key, layout_change
+from core.layout.drawn import drawn_names
+from core.layout.expand import open_box
+from core.layout.overview import overview_scopes
 from gui import graph_view
 from tests.gui.helpers import shown_view
 
@@ -36,3 +42,34 @@ def test_the_view_is_painted_once_the_scene_is_built_and_not_between_its_slices(
         qtbot.waitSignal(view.built, timeout=20000).wait()
     assert slices == [0] and counter.paints >= 1
     assert len(view.layer.childItems()) == len(layout.nodes) + len(layout.edges)
+
+
+def items_match(view, layout) -> None:
+    """Every box and edge of `layout` has an item, at its place, and nothing else is drawn."""
+    assert set(view.items_by_key) | set(view.frame_items) == set(layout.nodes)
+    assert len(view.layer.childItems()) == len(layout.nodes) + len(layout.edges)
+    for key, node in layout.nodes.items():
+        item = view.items_by_key.get(key) or view.frame_items[key]
+        assert item.node is node and (item.pos().x(), item.pos().y()) == pytest.approx((node.x, node.y)), key
+    for edge in layout.edges:
+        item = view.edge_items[edge_key(edge)]
+        start = item.mapToScene(item.route.elementAt(0).x, item.route.elementAt(0).y)
+        assert (start.x(), start.y()) == pytest.approx(edge.points[0], abs=0.02)
+
+
+@pytest.mark.parametrize("made", ["in the worker", "here", "against another layout"])
+def test_a_box_opened_and_closed_in_place_moves_the_items_to_the_new_layout(qtbot, monkeypatch, made):
+    graph = synthetic(1600)
+    layout = layout_graph(graph, overview_scopes(drawn_names(graph), limit=100))
+    opened = open_box(graph, layout, SCOPE_PREFIX + "block4")
+    view = shown_view(qtbot)
+    monkeypatch.setattr(graph_view, "BUILD_SLICE_S", 0.0)  # the change applied in many slices
+    with qtbot.waitSignal(view.built, timeout=20000):
+        view.show_layout(layout)
+    for old, new in ((layout, opened), (opened, layout)):
+        change = {"in the worker": layout_change(old, new), "here": None,
+                  "against another layout": layout_change(new, old)}[made]
+        with qtbot.waitSignal(view.built, timeout=20000):
+            view.update_layout(new, None, change)
+            assert view.building  # applied in slices, the viewport repainted once they are all in
+        items_match(view, new)
