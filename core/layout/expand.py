@@ -33,7 +33,7 @@ from core.layout.drawn import (
     visible_graph,
 )
 from core.layout.engine import position_boxes
-from core.layout.model import FRAME_PREFIX, SCOPE_PREFIX, Layout, LayoutEdge, LayoutNode
+from core.layout.model import FRAME_PREFIX, SCOPE_PREFIX, Layout, LayoutEdge, LayoutNode, copy_with
 
 BODY_SEP = "::"  # a fused node's body box is keyed `<fused node><BODY_SEP><body node>`
 PORT_PREFIX = "@"  # body boxes of the function's arguments (`@input_0`) and results (`@output_0`)
@@ -83,12 +83,12 @@ def open_box(graph: Graph, layout: Layout, key: str, inside: frozenset[str] = fr
                                height=node.height + dy)
         elif k in shifts:
             sx, sy = shifts[k]
-            nodes[k] = replace(node, x=node.x + sx, y=node.y + sy)
+            nodes[k] = copy_with(node, x=node.x + sx, y=node.y + sy)
         else:
             nodes[k] = node
     ox, oy = left + (width - content.width) / 2, top + FRAME_HEADER
     for k, node in content.nodes.items():
-        nodes[k] = replace(node, x=node.x + ox, y=node.y + oy, parent=frame)
+        nodes[k] = copy_with(node, x=node.x + ox, y=node.y + oy, parent=frame)
 
     owner = dict(layout.owner)
     if box.is_scope:
@@ -366,7 +366,7 @@ def _crossing(graph: Graph, box: LayoutNode, content: Layout, owner: dict[str, s
 
 
 def _translated(edge: LayoutEdge, dx: float, dy: float) -> LayoutEdge:
-    return replace(edge, points=tuple((x + dx, y + dy) for x, y in edge.points))
+    return copy_with(edge, points=tuple((x + dx, y + dy) for x, y in edge.points))
 
 
 def _routed(edge: LayoutEdge, nodes: dict[str, LayoutNode]) -> LayoutEdge:

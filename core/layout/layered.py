@@ -6,11 +6,10 @@ Cheap enough for any graph size; it does not try to reduce crossings, so the vie
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
 
 from core.graph import topological_sort
 from core.layout.drawn import NODE_HEIGHT, WEIGHT_LINE_HEIGHT
-from core.layout.model import Layout
+from core.layout.model import Layout, copy_with
 
 GAP_X = 24.0
 GAP_Y = 36.0
@@ -67,5 +66,5 @@ def layered_positions(layout: Layout) -> None:
     layout.width = max((positions[k][0] + layout.nodes[k].width / 2 for k in positions), default=0.0)
     layout.height = (max(rows, default=0) + 1) * row_height
     layout.place(positions)
-    layout.edges = [replace(e, points=(positions[e.source], positions[e.target]), spline=False)
+    layout.edges = [copy_with(e, points=(positions[e.source], positions[e.target]), spline=False)
                     for e in layout.edges]
