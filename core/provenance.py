@@ -48,6 +48,7 @@ class Provenance:
         self._origin: dict[str, frozenset[str]] = {n: frozenset((n,)) for n in self.original_nodes}
         self._touched: set[str] = set()
         self._by_rewrite: dict[str, Rewrite] = {}
+        self._touched_from: dict[str, list[str]] | None = None  # original -> touched final nodes, when asked
 
     def record(self, rewrite: Rewrite) -> None:
         self.rewrites.append(rewrite)
@@ -58,6 +59,7 @@ class Provenance:
             self._origin[name] = sources | self._origin.get(name, frozenset())
             self._touched.add(name)
             self._by_rewrite[name] = rewrite
+        self._touched_from = None
 
     # final graph -> original graph
     def origins(self, final_name: str) -> frozenset[str]:
@@ -65,7 +67,18 @@ class Provenance:
 
     # original graph -> final graph
     def descendants(self, original_name: str) -> list[str]:
-        return sorted(n for n, srcs in self._origin.items() if original_name in srcs)
+        """Final nodes made from `original_name`: itself if no pass touched it, and the touched nodes
+        whose origins hold it (indexed on first use: a selection asks per node, and a walk of every
+        final node per call took 0.2 ms each on a 20k-node graph)."""
+        if self._touched_from is None:
+            self._touched_from = defaultdict(list)
+            for name in self._touched:
+                for source in self._origin.get(name, ()):
+                    self._touched_from[source].append(name)
+        found = list(self._touched_from.get(original_name, ()))
+        if original_name in self._origin and original_name not in self._touched:
+            found.append(original_name)
+        return sorted(found)
 
     def status(self, final_name: str) -> Status:
         if final_name not in self._touched:
