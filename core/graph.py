@@ -220,12 +220,20 @@ class Graph:
             yield _record_head(1, len(payload))
             yield payload
         # Then library (field 2) and versions (field 4), each set (so written even when empty) as
-        # `graph_def` sets them, serialized in place: a copy of the library first would hold a second
-        # library (a big graph's AutoFuse functions) in memory.
-        for field, message in ((2, self.library), (4, self.versions)):
-            payload = message.SerializeToString(deterministic=True)
+        # `graph_def` sets them. The library goes a record at a time too (its functions, gradients and
+        # registered gradients, fields 1-3, in that order): serialized whole, a big graph's AutoFuse
+        # functions were two more copies of it in memory at once (the encoder's buffer and the bytes).
+        records = [(field, item) for field, items in ((1, self.library.function), (2, self.library.gradient),
+                                                      (3, self.library.registered_gradients)) for item in items]
+        yield _record_head(2, sum(len(_record_head(field, item.ByteSize())) + item.ByteSize()
+                                  for field, item in records))
+        for field, item in records:
+            payload = item.SerializeToString(deterministic=True)
             yield _record_head(field, len(payload))
             yield payload
+        payload = self.versions.SerializeToString(deterministic=True)
+        yield _record_head(4, len(payload))
+        yield payload
 
     def adopt_shapes(self, shapes: dict[tuple[str, int], tuple[int | None, ...] | None]) -> None:
         """Take output shapes computed elsewhere (another process's `ensure_shapes()` of this graph)."""

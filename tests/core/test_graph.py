@@ -264,6 +264,22 @@ def test_to_bytes_of_an_edit_without_writing_its_graph_def():
     assert [n.name for n in Graph.from_bytes(data)] == ["x", "w", "mm", "split", "add"]
 
 
+def test_an_edits_library_is_written_a_record_at_a_time_as_the_whole_message_would_be():
+    ed = small_graph().editor()
+    for name in ("f", "g"):
+        function = proto.FunctionDef()
+        function.signature.name = name
+        function.node_def.add().CopyFrom(make_node("Identity", "i", ["x"], {"T": proto.AttrValue(type=proto.DT_FLOAT)}))
+        function.ret["y"] = "i:output:0"
+        function.attr["b"].s, function.attr["a"].i = b"map order", 3
+        ed.add_function(function)
+    ed._library.gradient.add(function_name="f", gradient_func="g")
+    ed._library.registered_gradients.add(gradient_func="g", registered_op_type="Op")
+    new = ed.build()
+    assert b"".join(new.serialized()) == new.graph_def.SerializeToString(deterministic=True)
+    assert proto.GraphDef.FromString(new.to_bytes()).library == new.library
+
+
 def test_constants_decode_once_read_only_and_large_ones_are_not_kept():
     g = Graph.from_nodes([make_const("small", np.ones(4, np.float32)),
                           make_const("big", np.ones(1 << 13, np.float32)), make_node("Identity", "read", ["small"])])
