@@ -14,7 +14,6 @@ by graph structure and box, so opening a box again costs no `dot` run.
 from __future__ import annotations
 
 import hashlib
-import weakref
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
@@ -44,7 +43,6 @@ CONTENT_DOT_TIMEOUT = 3.0  # seconds for one box's content; past it the layered 
 MAX_STEPS = 16  # more scopes than this to open or close at once: one layout of everything is cheaper
 EPS = 0.5
 
-_fingerprints: weakref.WeakKeyDictionary[Graph, tuple[bool, str]] = weakref.WeakKeyDictionary()
 
 
 def is_body_key(key: str) -> bool:
@@ -188,7 +186,7 @@ def _content(graph: Graph, box: LayoutNode, inside: frozenset[str], cache: Layou
     """The box's content laid out on its own, top left at (0, 0), keys as they will be drawn."""
     cache_key = ""
     if cache is not None:
-        digest = hashlib.sha1(f"in place\0{fingerprint(graph)}\0{box.key}\0".encode())
+        digest = hashlib.sha1(f"in place\0{structure_key(graph)}\0{box.key}\0".encode())
         for scope in sorted(inside):
             digest.update(f"{scope}\0".encode())
         cache_key = digest.hexdigest()
@@ -203,15 +201,6 @@ def _content(graph: Graph, box: LayoutNode, inside: frozenset[str], cache: Layou
     if position_boxes(content, timeout, cancelled) and cache is not None:
         cache.put(cache_key, content)
     return content
-
-
-def fingerprint(graph: Graph) -> str:
-    """The graph's structure key, computed once per graph (and again once its shapes are inferred)."""
-    shapes = graph.shapes_ready
-    known = _fingerprints.get(graph)
-    if known is None or known[0] != shapes:
-        known = _fingerprints[graph] = (shapes, structure_key(graph))
-    return known[1]
 
 
 def _body(graph: Graph, name: str) -> Layout:
