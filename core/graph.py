@@ -13,7 +13,7 @@ import heapq
 import sys
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, ItemsView, Iterable, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -117,38 +117,41 @@ class Graph:
 
     def __init__(self, graph_def: proto.GraphDef, *, source: str = "<graph>", validate: bool = True):
         self._graph_def: proto.GraphDef | None = graph_def
-        self._index(graph_def.node, graph_def.library, graph_def.versions, source, validate)
+        ids: dict[str, int] = {}
+        where = array("q")  # GraphDef position of each node (a later node of the same name wins)
+        duplicates: list[str] = []
+        for position, node in enumerate(graph_def.node):
+            name = sys.intern(node.name)  # one string per name, however many edges name it
+            i = ids.get(name)
+            if i is None:
+                ids[name] = len(where)
+                where.append(position)
+            else:
+                duplicates.append(name)
+                where[i] = position
+        self._index(_NodeTable(ids, [graph_def.node], where), graph_def.library, graph_def.versions, source,
+                    validate, duplicates)
 
     @classmethod
-    def _assembled(cls, nodes: dict[str, proto.NodeDef], library: proto.FunctionDefLibrary, versions: Any,
-                   source: str, validate: bool) -> Graph:
-        """A graph of these NodeDefs (by interned name; the dict becomes the graph's), with no GraphDef
-        until one is asked for."""
+    def _assembled(cls, nodes: _NodeTable, library: proto.FunctionDefLibrary, versions: Any, source: str,
+                   validate: bool) -> Graph:
+        """A graph of these nodes (an editor's), with no GraphDef until one is asked for."""
         graph = cls.__new__(cls)
         graph._graph_def = None
         graph._index(nodes, library, versions, source, validate)
         return graph
 
-    def _index(self, nodes: Iterable[proto.NodeDef] | dict[str, proto.NodeDef], library: proto.FunctionDefLibrary,
-               versions: Any, source: str, validate: bool) -> None:
+    def _index(self, nodes: _NodeTable, library: proto.FunctionDefLibrary, versions: Any, source: str,
+               validate: bool, duplicates: Iterable[str] = ()) -> None:
         """The edge indexes as int32 arrays over node ids (a node's position in GraphDef order), not as
         Python objects per edge: a 20k-node graph's tuples of TensorRef and Consumer took ~5 MB, its
         arrays take ~0.3. The small objects (`TensorRef`, `Consumer`) are made when asked for."""
         self.library, self.versions, self.source = library, versions, source
-        duplicates: list[str] = []
-        if isinstance(nodes, dict):  # an editor's, by interned name: no node name to read again
-            self.nodes: dict[str, proto.NodeDef] = nodes
-        else:
-            self.nodes = {}
-            for node in nodes:
-                name = sys.intern(node.name)  # one string per name, however many edges name it
-                if name in self.nodes:
-                    duplicates.append(name)
-                self.nodes[name] = node
+        self.nodes: Mapping[str, proto.NodeDef] = nodes
         # Node ids: positions in GraphDef order; names an input reads that are no node (a graph read
         # without validation) get the ids after them, so their readers are indexed too.
-        self._names: list[str] = list(self.nodes)
-        self._ids: dict[str, int] = {name: i for i, name in enumerate(self._names)}
+        self._names: list[str] = list(nodes)
+        self._ids: dict[str, int] = nodes.ids
         self._missing: dict[str, int] = {}
         # Inputs in CSR form: node i's inputs are edges _in_start[i] .. _in_start[i + 1] - 1, each a
         # producer id and a port (-1: a control input).
@@ -276,7 +279,10 @@ class Graph:
             raise KeyError(f"no node named {name!r} in {self.source}") from None
 
     def op(self, name: str) -> str:
-        return self.node(name).op
+        try:
+            return self.nodes[name].op
+        except KeyError:
+            raise KeyError(f"no node named {name!r} in {self.source}") from None
 
     def op_type(self, name: str) -> str:
         """The op a user thinks of: a fused call node's `_fused_op_type` (LayerNorm, AscBackend), else its op."""
@@ -649,6 +655,58 @@ class _Positions(Mapping[str, int]):
         return sum(1 for position in self._positions if position >= 0)
 
 
+class _NodeTable(Mapping[str, proto.NodeDef]):
+    """`Graph.nodes`: name -> NodeDef in GraphDef order, read from the protobuf containers that hold the
+    nodes (the GraphDef read, the arenas of the passes' edits). A NodeDef's Python object is made when
+    asked for and lives as long as its user keeps it: one held per node took ~160 B, 3.2 MB on a
+    20k-node graph, for every graph a pass built too."""
+
+    __slots__ = ("containers", "ids", "where")
+
+    def __init__(self, ids: dict[str, int], containers: list[Any], where: array):
+        # where[i]: node i's container (its index in `containers`) << 32 | its position in that container.
+        self.ids, self.containers, self.where = ids, containers, where
+
+    def __getitem__(self, name: str) -> proto.NodeDef:
+        where = self.where[self.ids[name]]
+        return self.containers[where >> 32][where & 0xFFFFFFFF]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        i = self.ids.get(name)
+        if i is None:
+            return default
+        where = self.where[i]
+        return self.containers[where >> 32][where & 0xFFFFFFFF]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.ids
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def values(self) -> ValuesView[proto.NodeDef]:
+        return _NodeValues(self)
+
+    def items(self) -> ItemsView[str, proto.NodeDef]:
+        return _NodeItems(self)
+
+
+class _NodeValues(ValuesView):  # type: ignore[type-arg]
+    """A _NodeTable's NodeDefs in order, read from the containers without a name lookup each."""
+
+    def __iter__(self) -> Iterator[proto.NodeDef]:
+        containers = self._mapping.containers
+        return (containers[where >> 32][where & 0xFFFFFFFF] for where in self._mapping.where)
+
+
+class _NodeItems(ItemsView):  # type: ignore[type-arg]
+    def __iter__(self) -> Iterator[tuple[str, proto.NodeDef]]:
+        return zip(self._mapping, self._mapping.values())
+
+
 def _unpickle_graph(data: bytes, source: str, shapes: Any) -> Graph:
     graph = Graph.from_bytes(data, source=source, validate=False)
     graph._shapes = shapes
@@ -687,8 +745,11 @@ class GraphEditor:
 
     def __init__(self, graph: Graph):
         self.source = graph
-        self._nodes: dict[str, proto.NodeDef] = dict(graph.nodes)
-        self._copied: set[str] = set()
+        # The edit as changes over the source's nodes (no copy of its node table): the arena position of
+        # each node copied or added, the source nodes whose place is vacated, the added ones in order.
+        self._changed: dict[str, int] = {}
+        self._gone: set[str] = set()
+        self._appended: dict[str, None] = {}
         self._added_after: dict[str, list[str]] = defaultdict(list)
         # New and changed nodes are made in one message, so they share its arena: a NodeDef of its
         # own costs ~3x the memory (each gets an arena), and a pass on a big graph makes thousands.
@@ -701,14 +762,18 @@ class GraphEditor:
         self._unindexed: set[str] = set()
 
     def __contains__(self, name: object) -> bool:
-        return name in self._nodes
+        return name in self._appended or (name in self.source.nodes and name not in self._gone)
 
     def node(self, name: str) -> proto.NodeDef:
         """Read-only access (may be the source graph's NodeDef: do not modify)."""
-        return self._nodes[name]
+        if name not in self:
+            raise KeyError(name)
+        position = self._changed.get(name)
+        return self.source.nodes[name] if position is None else self._arena.node[position]
 
     def names(self) -> list[str]:
-        return list(self._nodes)
+        """The edit's nodes: the source's still in place, in its order, then the added ones."""
+        return [name for name in self.source.nodes if name not in self._gone] + list(self._appended)
 
     def mutable(self, name: str) -> proto.NodeDef:
         """A private copy of the node that this editor may change.
@@ -717,12 +782,12 @@ class GraphEditor:
         the previous one, so a copy kept and changed later may be missed.
         """
         self._unindexed.add(name)
-        if name not in self._copied:
+        if name not in self._changed:
             copy = self._arena.node.add()
-            copy.CopyFrom(self._nodes[name])
-            self._nodes[name] = copy
-            self._copied.add(name)
-        return self._nodes[name]
+            copy.CopyFrom(self.node(name))
+            self._changed[name] = len(self._arena.node) - 1
+            return copy
+        return self.node(name)
 
     def add(self, node: proto.NodeDef, *, after: str | None = None,
             shapes: Sequence[tuple[int | None, ...] | None] | None = None) -> str:
@@ -734,7 +799,7 @@ class GraphEditor:
         stays one that does, and later passes and the window need no TensorFlow to know them.
         """
         name = sys.intern(node.name)  # the new graph's key, as the names it shares are
-        if name in self._nodes:
+        if name in self:
             raise ValueError(f"node {name!r} already exists")
         stored = self._arena.node.add()
         stored.CopyFrom(node)
@@ -742,21 +807,25 @@ class GraphEditor:
             shapes = [proto.shape_tuple(node.attr["value"].tensor.tensor_shape)]
         if shapes is not None and "_output_shapes" not in node.attr:
             stored.attr["_output_shapes"].list.shape.extend(proto.shape_proto(shape) for shape in shapes)
-        self._nodes[name] = stored
-        self._copied.add(name)
+        self._changed[name] = len(self._arena.node) - 1
+        self._appended[name] = None
         self._unindexed.add(name)
         self._added_after[after or ""].append(name)
         return name
 
     def remove(self, *names: str) -> None:
         for name in names:
-            self._nodes.pop(name, None)
+            self._changed.pop(name, None)
+            if name in self._appended:
+                del self._appended[name]
+            elif name in self.source.nodes:
+                self._gone.add(name)
 
     def unique_name(self, base: str) -> str:
-        if base not in self._nodes:
+        if base not in self:
             return base
         i = 1
-        while f"{base}_{i}" in self._nodes:
+        while f"{base}_{i}" in self:
             i += 1
         return f"{base}_{i}"
 
@@ -787,7 +856,7 @@ class GraphEditor:
         for name in self._readers(producer):
             if name in excluded:
                 continue
-            for i, text in enumerate(self._nodes[name].input):
+            for i, text in enumerate(self.node(name).input):
                 replaced = rewrite(text)
                 if replaced is not None:
                     self.mutable(name).input[i] = replaced
@@ -795,13 +864,13 @@ class GraphEditor:
     def _readers(self, producer: str) -> list[str]:
         """Nodes of this edit that may read `producer` (a superset: the caller checks the inputs)."""
         for name in self._unindexed:
-            node = self._nodes.get(name)
+            node = self.node(name) if name in self else None
             for text in node.input if node is not None else ():
                 self._new_readers[TensorRef.parse(text).node][name] = None
         self._unindexed.clear()
         found = dict.fromkeys(self.source.consumer_nodes(producer))
         found.update(self._new_readers.get(producer, {}))
-        return [name for name in found if name in self._nodes]
+        return [name for name in found if name in self]
 
     def has_function(self, name: str) -> bool:
         """Whether the source graph's library or this edit has a function `name` (constant time, so
@@ -821,20 +890,31 @@ class GraphEditor:
             self._function_names.add(function.signature.name)
 
     def build(self, *, validate: bool = True) -> Graph:
-        """The new graph: the source's NodeDefs that were not changed are shared, not copied."""
+        """The new graph: the source's NodeDefs that were not changed are shared, not copied (its node
+        table points at them where they are), and the new ones are read from this edit's arena."""
         library = self._library if self._library is not None else self.source.library
-        emitted: dict[str, proto.NodeDef] = {}
+        table = self.source.nodes
+        assert isinstance(table, _NodeTable)
+        arena = len(table.containers) << 32
+        emitted: dict[str, int] = {}  # name -> where (see _NodeTable)
 
         def emit(name: str) -> None:
-            if name in self._nodes and name not in emitted:
-                emitted[name] = self._nodes[name]
+            if name not in emitted and name in self:
+                position = self._changed.get(name)
+                emitted[name] = table.where[table.ids[name]] if position is None else arena | position
             for added in self._added_after.get(name, ()):
                 emit(added)
 
-        for name in self.source.nodes:
+        for name in table:
             emit(name)
         for name in self._added_after.get("", ()):
             emit(name)
-        for name in self._nodes:  # added after a node that was later removed
+        for name in self._appended:  # added after a node that was later removed
             emit(name)
-        return Graph._assembled(emitted, library, self.source.versions, self.source.source, validate)
+        # Only the containers some node is in: a pass arena none of whose nodes is left is freed.
+        containers = [*table.containers, self._arena.node]
+        used = sorted({where >> 32 for where in emitted.values()})
+        moved = {old << 32: new << 32 for new, old in enumerate(used)}
+        where = array("q", (moved[code & ~0xFFFFFFFF] | (code & 0xFFFFFFFF) for code in emitted.values()))
+        nodes = _NodeTable({name: i for i, name in enumerate(emitted)}, [containers[i] for i in used], where)
+        return Graph._assembled(nodes, library, self.source.versions, self.source.source, validate)

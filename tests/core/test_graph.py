@@ -66,6 +66,32 @@ def test_editor_is_copy_on_write():
     assert list(new.nodes)[-1] == "relu"
 
 
+def test_an_edit_lists_its_nodes_as_a_copied_dict_would_and_a_graph_keeps_only_the_arenas_it_uses():
+    g = small_graph()
+    ed = g.editor()
+    ed.remove("w/read", "ghost")
+    ed.add(make_node("Identity", "w/read", ["w"]))  # removed, then added again: it goes last
+    ed.mutable("split")
+    ed.add(make_node("Relu", "gone", ["add"]))
+    ed.remove("gone")
+    assert ed.names() == ["x", "w", "mm", "split", "add", "w/read"]
+    assert "gone" not in ed and "ghost" not in ed and ed.node("w/read").input == ["w"]
+    with pytest.raises(KeyError):
+        ed.mutable("gone")
+    first = ed.build(validate=False)
+    assert list(first.nodes) == ["x", "w", "w/read", "mm", "split", "add"]  # back in its place, as before
+    assert dict(first.nodes.items()) == {n.name: n for n in first} and first.nodes["split"] is not g.nodes["split"]
+    assert len(first.nodes.containers) == 2  # the GraphDef read and this edit's arena
+    back = first.editor()
+    back.add(make_node("Identity", "w/read2", ["w"]))
+    for name in ("w/read", "split"):  # every node of the first edit's arena goes
+        back.remove(name)
+        back.add(g.nodes[name])
+    again = back.build(validate=False)
+    assert len(again.nodes.containers) == 2 and all(c is not first.nodes.containers[1] for c in again.nodes.containers)
+    assert list(again.nodes) == ["x", "w", "w/read", "mm", "split", "add", "w/read2"]
+
+
 def test_validation_names_every_problem():
     nodes = [make_node("Relu", "a", ["ghost"]), make_node("NoOp", "b"), make_node("NoOp", "b")]
     with pytest.raises(FuseLensError, match=r"bad\.pb: duplicate node names: b; inputs name missing nodes: a -> ghost"):
