@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import chain, pairwise
 
-from PySide6.QtCore import QLineF, QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QLineF, QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (
     QAction,
     QColor,
@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QGraphicsView,
     QMenu,
     QStyleOptionGraphicsItem,
+    QToolTip,
     QWidget,
 )
 
@@ -612,14 +613,17 @@ class GraphView(QGraphicsView):
             painter.drawLines([line for item in self.edge_items.values() if item.edge.control == control
                                for line in item.lines])
         min_w, min_h = 2 / zoom, 1 / zoom
-        groups: dict[tuple, tuple[NodeItem, list[QRectF]]] = {}  # by what decides a box's colours
+        groups: dict[tuple, tuple[NodeItem, list[QRectF]]] = {}  # by what decides a box's colours and border
         for item in self.items_by_key.values():
             node = item.node
-            look = (item.heat.rgba() if item.heat is not None else None, item.status, node.category)
+            look = (item.heat.rgba() if item.heat is not None else None, item.status, node.category, bool(node.scope))
             groups.setdefault(look, (item, []))[1].append(_box_rect(node, min_w, min_h))
         for item, rects in groups.values():
             fill, border = item.colours()
-            painter.setPen(QPen(border, 0))
+            pen = QPen(border, 0)
+            if item.node.scope:  # a collapsed scope's box is dashed, as its item draws it
+                pen.setStyle(Qt.PenStyle.DashLine)
+            painter.setPen(pen)
             painter.setBrush(fill)
             painter.drawRects(rects)
         painter.end()
@@ -659,6 +663,17 @@ class GraphView(QGraphicsView):
             return min(boxes, key=lambda item: (item.node.x - point.x()) ** 2 + (item.node.y - point.y()) ** 2)
         return max((item for item in self.frame_items.values() if near(item)), key=lambda item: item.zValue(),
                    default=None)
+
+    def viewportEvent(self, event: QEvent) -> bool:
+        """Under the far-zoom picture the items are hidden, so a box's tooltip comes from the layout."""
+        if event.type() == QEvent.Type.ToolTip and not self.layer.isVisible():
+            item = self._box_at(self.mapToScene(event.pos()))
+            if item is None:
+                QToolTip.hideText()
+            else:
+                QToolTip.showText(event.globalPos(), item.toolTip(), self.viewport())
+            return True
+        return super().viewportEvent(event)
 
     def mousePressEvent(self, event) -> None:
         self._press = event.position()

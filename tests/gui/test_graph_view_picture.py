@@ -5,8 +5,9 @@ colours and follows a diff-colour change, clicks still find the box, and zooming
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QPoint, Qt
-from PySide6.QtGui import QColor
+from PySide6.QtCore import QEvent, QPoint, Qt
+from PySide6.QtGui import QColor, QHelpEvent
+from PySide6.QtWidgets import QApplication, QToolTip
 
 from core.layout import layout_graph
 from gui import graph_view
@@ -79,6 +80,16 @@ def test_a_click_far_out_selects_the_box_under_it_and_a_double_click_opens_it(fa
     with qtbot.waitSignal(view.background_clicked, timeout=2000):
         qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(2, 2) if view.node_at(QPoint(2, 2))
                          is None else QPoint(view.viewport().width() - 2, 2))
+
+
+def test_far_out_a_box_still_shows_its_tooltip(far_view, qtbot):
+    view, key = far_view
+    item = view.items_by_key[key]
+    at = view.mapFromScene(item.node.x, item.node.y)
+    QApplication.sendEvent(view.viewport(), QHelpEvent(QEvent.Type.ToolTip, at, view.viewport().mapToGlobal(at)))
+    qtbot.waitUntil(lambda: QToolTip.isVisible(), timeout=2000)
+    assert QToolTip.text() == item.toolTip() and item.node.op in QToolTip.text()
+    QToolTip.hideText()
 
 
 def test_a_picture_bigger_than_its_pixel_budget_leaves_the_items_drawn(far_view, monkeypatch):
