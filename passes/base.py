@@ -24,6 +24,9 @@ from typing import Any, ClassVar
 from core.graph import FORWARDING_OPS, Graph, GraphEditor, TensorRef
 from core.provenance import Rewrite
 
+# Near misses a printed summary lists per pass (passes.report); the others are counted.
+SHOWN_NEAR_MISSES = 5
+
 
 def interned(names: Iterable[str]) -> tuple[str, ...]:
     """Node names as the graph's own string objects (sys.intern): a name read from a NodeDef is a new
@@ -125,9 +128,6 @@ class NearMiss:
                 "culprit": self.culprit.to_json(), **({"bindings": self.bindings} if self.bindings else {})}
 
 
-_NO_CULPRIT = Culprit()
-
-
 def match_id(pass_id: str, anchor: str) -> str:
     return f"{pass_id}:{anchor}"
 
@@ -144,19 +144,33 @@ class PassResult:
     skipped: list[Match] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    detailed: bool = True  # False once drop_details() ran: the matches are only counted and named
+    # Once drop_details() ran: how many matches, near misses and skipped matches there were.
+    dropped: tuple[int, int, int] | None = None
+
+    @property
+    def detailed(self) -> bool:
+        return self.dropped is None
+
+    @property
+    def match_count(self) -> int:
+        return len(self.matches) if self.dropped is None else self.dropped[0]
+
+    @property
+    def near_miss_count(self) -> int:
+        return len(self.near_misses) if self.dropped is None else self.dropped[1]
+
+    @property
+    def skipped_count(self) -> int:
+        return len(self.skipped) if self.dropped is None else self.dropped[2]
 
     def drop_details(self) -> None:
-        """Keep what a reader that counts needs (`fuse`'s printed summary and its ledger): each match's
-        anchor, summary and index, each near miss's anchor and reason, the errors. Nodes, bindings,
-        details, culprits and rewrites go: on a 20k-node graph they take megabytes."""
-        for match in (*self.matches, *self.skipped):
-            match.nodes = match.outputs = match.weights = ()
-            match.bindings, match.details, match.explanation = {}, {}, None
-        for near in self.near_misses:
-            near.nodes, near.culprit, near.bindings = (), _NO_CULPRIT, {}
-        self.rewrites = []
-        self.detailed = False
+        """Keep what a reader that counts needs (`fuse`'s printed summary and its ledger): the counts,
+        the first SHOWN_NEAR_MISSES near misses (anchor and reason) and the errors. The matches, the
+        other near misses and the rewrites go: on a 20k-node graph they take megabytes."""
+        self.dropped = (len(self.matches), len(self.near_misses), len(self.skipped))
+        self.near_misses = [NearMiss(near.pass_id, near.anchor, (), near.reason)
+                            for near in self.near_misses[:SHOWN_NEAR_MISSES]]
+        self.matches, self.skipped, self.rewrites = [], [], []
 
     def to_json(self) -> dict[str, Any]:
         return {"pass": self.pass_id, "matches": [m.to_json() for m in self.matches],

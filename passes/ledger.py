@@ -35,8 +35,8 @@ def pipeline_ledger(pipeline: PipelineResult, graph: str = DEFAULT_GRAPH) -> Gra
     """Every pass that ran, under graph_fusion, with its matches (near misses included) and rewrites."""
     ledger = GraphLedger(graph)
     for result in pipeline.results:
-        effected = len(result.matches)
-        ledger.add(PassCount(result.pass_id, GRAPH_FUSION, effected + len(result.near_misses), effected))
+        effected = result.match_count
+        ledger.add(PassCount(result.pass_id, GRAPH_FUSION, effected + result.near_miss_count, effected))
     return ledger
 
 

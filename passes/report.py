@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from passes.base import PassResult
+from passes.base import SHOWN_NEAR_MISSES, PassResult
 from passes.registry import PipelineResult
 
 
@@ -47,7 +47,8 @@ def _pass_json(result: PassResult) -> dict[str, Any]:
 def format_report(report: dict[str, Any]) -> str:
     return _summary(report["model"], report["nodes_before"], report["nodes_after"], report["seconds"],
                     [(p["pass"], len(p["matches"]), [(n["anchor"], n["reason"]) for n in p["near_misses"]],
-                      len(p["skipped"]), p["errors"]) for p in report["passes"]], report["op_diff"])
+                      len(p["near_misses"]), len(p["skipped"]), p["errors"]) for p in report["passes"]],
+                    report["op_diff"])
 
 
 def format_pipeline(pipeline: PipelineResult, *, model: str = "") -> str:
@@ -55,22 +56,24 @@ def format_pipeline(pipeline: PipelineResult, *, model: str = "") -> str:
     matches cost megabytes as JSON, and the printed summary only counts them)."""
     return _summary(model or pipeline.original.source, len(pipeline.original), len(pipeline.fused),
                     round(pipeline.seconds, 6),
-                    [(r.pass_id, len(r.matches), [(n.anchor, n.reason) for n in r.near_misses], len(r.skipped),
-                      r.errors) for r in pipeline.results],
+                    [(r.pass_id, r.match_count, [(n.anchor, n.reason) for n in r.near_misses[:SHOWN_NEAR_MISSES]],
+                      r.near_miss_count, r.skipped_count, r.errors) for r in pipeline.results],
                     op_count_diff(pipeline.original.op_histogram(), pipeline.fused.op_histogram()))
 
 
 def _summary(model: str, nodes_before: int, nodes_after: int, seconds: float,
-             passes: list[tuple[str, int, list[tuple[str, str]], int, list[str]]], op_diff: list[str]) -> str:
-    """The printed summary: per pass (id, matches, near misses as (anchor, reason), skipped, errors)."""
+             passes: list[tuple[str, int, list[tuple[str, str]], int, int, list[str]]], op_diff: list[str]) -> str:
+    """The printed summary: per pass (id, matches, near misses as (anchor, reason) (the first are shown),
+    how many near misses, skipped, errors)."""
     lines = [f"{model}: {nodes_before} -> {nodes_after} nodes in {seconds * 1000:.0f} ms"]
-    for pass_id, matches, near_misses, skipped, errors in passes:
-        counts = f"{matches:4d} matches {len(near_misses):4d} near misses"
+    for pass_id, matches, near_misses, near_miss_count, skipped, errors in passes:
+        counts = f"{matches:4d} matches {near_miss_count:4d} near misses"
         lines.append(f"  {pass_id:40s} {counts}" + (f" {skipped} skipped" if skipped else ""))
         lines += [f"      ! {error}" for error in errors]
-        lines += [f"      ~ {anchor}: {reason}" for anchor, reason in near_misses[:5]]
-        if len(near_misses) > 5:
-            lines.append(f"      ~ ... {len(near_misses) - 5} more (--report FILE or --json lists them all)")
+        lines += [f"      ~ {anchor}: {reason}" for anchor, reason in near_misses[:SHOWN_NEAR_MISSES]]
+        if near_miss_count > SHOWN_NEAR_MISSES:
+            lines.append(f"      ~ ... {near_miss_count - SHOWN_NEAR_MISSES} more (--report FILE or --json lists "
+                         "them all)")
     if op_diff:
         lines.append("op counts: " + ", ".join(op_diff))
     return "\n".join(lines)

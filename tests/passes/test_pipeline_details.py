@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from passes.base import SHOWN_NEAR_MISSES, NearMiss, PassResult
+from passes.config import PassConfig
 from passes.ledger import pipeline_ledger
-from passes.registry import run_pipeline
+from passes.registry import PipelineResult, run_pipeline
 from passes.report import format_pipeline
 
 
@@ -19,15 +21,27 @@ def test_counts_summary_ledger_and_fused_graph_are_those_of_a_detailed_run(sampl
     assert counted.fused.to_bytes() == detailed.fused.to_bytes()
     assert counted.errors == detailed.errors
     for full, kept in zip(detailed.results, counted.results, strict=True):
-        assert [(m.anchor, m.summary, m.index) for m in kept.matches] == \
-               [(m.anchor, m.summary, m.index) for m in full.matches]
-        assert [(n.anchor, n.reason) for n in kept.near_misses] == [(n.anchor, n.reason) for n in full.near_misses]
-        assert not kept.rewrites and not any(m.nodes or m.details or m.bindings for m in kept.matches)
+        assert (kept.match_count, kept.near_miss_count, kept.skipped_count) == \
+               (len(full.matches), len(full.near_misses), len(full.skipped))
+        assert [(n.anchor, n.reason) for n in kept.near_misses] == \
+               [(n.anchor, n.reason) for n in full.near_misses[:SHOWN_NEAR_MISSES]]
+        assert not kept.matches and not kept.skipped and not kept.rewrites and not kept.detailed and full.detailed
         assert not any(n.nodes or n.bindings or n.culprit.nodes for n in kept.near_misses)
+
+
+def test_a_summary_counts_the_near_misses_it_does_not_keep(load_sample):
+    graph = load_sample("demo")
+    misses = [NearMiss("P", f"n{i}", (f"n{i}",), f"reason {i}", bindings={"x": f"n{i}"}) for i in range(8)]
+    detailed = PipelineResult(graph, graph, PassConfig.default(), [PassResult("P", near_misses=misses)])
+    counted = PipelineResult(graph, graph, PassConfig.default(), [PassResult("P", near_misses=list(misses))])
+    counted.results[0].drop_details()
+    assert counted.results[0].near_miss_count == 8 and len(counted.results[0].near_misses) == SHOWN_NEAR_MISSES
+    assert format_pipeline(counted) == format_pipeline(detailed)
+    assert "~ n4: reason 4" in format_pipeline(counted) and "~ ... 3 more" in format_pipeline(counted)
 
 
 def test_a_pipeline_without_details_has_no_provenance(load_sample):
     pipeline = run_pipeline(load_sample("demo"), details=False)
-    assert any(result.matches for result in pipeline.results)
+    assert any(result.match_count for result in pipeline.results)
     with pytest.raises(ValueError, match="details=False"):
         _ = pipeline.provenance
