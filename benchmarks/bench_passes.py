@@ -229,9 +229,9 @@ seen = {id(name) for name in graph.nodes}
 names = sum(sys.getsizeof(name) for name in graph.nodes) / 2**20
 print(f"\nPython objects alive at the end (deep sizes, MB): node names {names:.1f}")
 for label, g in (("input graph", graph), ("fused graph", pipeline.fused)):
-    parts = {a: deep(g.__dict__[a], seen) for a in ("nodes", "_names", "_ids", "_in_start", "_in_node", "_in_port",
+    parts = {a: deep(g.__dict__[a], seen) for a in ("nodes", "_names", "_in_start", "_in_node", "_in_port",
              "_in_reader", "_out_start", "_out_edge", "_topological", "_const_values") if a in g.__dict__}
-    shown = ", ".join(f"{a.strip('_')} {v:.1f}" for a, v in parts.items())
+    shown = ", ".join(f"{a.strip('_')} {v:.1f}" for a, v in parts.items()).replace("nodes", "nodes (name -> id)", 1)
     print(f"  {label}: {sum(parts.values()):.1f} ({shown})")
 results = {kind: deep([getattr(r, kind) for r in pipeline.results], seen)
            for kind in ("matches", "near_misses", "rewrites")}

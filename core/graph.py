@@ -896,12 +896,14 @@ class GraphEditor:
         table = self.source.nodes
         assert isinstance(table, _NodeTable)
         arena = len(table.containers) << 32
-        emitted: dict[str, int] = {}  # name -> where (see _NodeTable)
+        ids: dict[str, int] = {}  # the new graph's, filled in its order (no second name-keyed dict)
+        where = array("q")  # see _NodeTable
 
         def emit(name: str) -> None:
-            if name not in emitted and name in self:
+            if name not in ids and name in self:
                 position = self._changed.get(name)
-                emitted[name] = table.where[table.ids[name]] if position is None else arena | position
+                ids[name] = len(where)
+                where.append(table.where[table.ids[name]] if position is None else arena | position)
             for added in self._added_after.get(name, ()):
                 emit(added)
 
@@ -913,8 +915,9 @@ class GraphEditor:
             emit(name)
         # Only the containers some node is in: a pass arena none of whose nodes is left is freed.
         containers = [*table.containers, self._arena.node]
-        used = sorted({where >> 32 for where in emitted.values()})
+        used = sorted({code >> 32 for code in where})
         moved = {old << 32: new << 32 for new, old in enumerate(used)}
-        where = array("q", (moved[code & ~0xFFFFFFFF] | (code & 0xFFFFFFFF) for code in emitted.values()))
-        nodes = _NodeTable({name: i for i, name in enumerate(emitted)}, [containers[i] for i in used], where)
+        for i, code in enumerate(where):
+            where[i] = moved[code & ~0xFFFFFFFF] | (code & 0xFFFFFFFF)
+        nodes = _NodeTable(ids, [containers[i] for i in used], where)
         return Graph._assembled(nodes, library, self.source.versions, self.source.source, validate)
