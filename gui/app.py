@@ -9,12 +9,6 @@ from PySide6.QtWidgets import QApplication
 
 from gui.main_window import MainWindow
 
-# How long a thread may hold the interpreter lock while another waits for it (Python's default: 5 ms).
-# The GUI thread paints through a Python call per visible item; each call waits for the lock while a
-# worker thread (layout, fusion result) computes, up to this long: a 29 ms paint took 105-1557 ms
-# beside one busy thread at 5 ms and 62-68 ms at 1 ms (benchmarks/bench_paint_convoy.py).
-GUI_SWITCH_INTERVAL_S = 0.001
-
 NO_DISPLAY = ("fuselens: error: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); "
               "run it on a desktop, over `ssh -X`, or under `xvfb-run`, or use the command line "
               "(`fuselens inspect|fuse|run MODEL`)")
@@ -32,7 +26,6 @@ def run_gui(model: str | None = None) -> int:
     if QApplication.instance() is None and missing_display():
         print(NO_DISPLAY, file=sys.stderr)
         return 2
-    sys.setswitchinterval(GUI_SWITCH_INTERVAL_S)
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("FuseLens")
     app.setOrganizationName("FuseLens")
