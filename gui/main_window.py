@@ -10,6 +10,7 @@ they never overlap; TensorFlow itself is never imported here.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable
 from functools import partial
 
@@ -221,6 +222,10 @@ class MainWindow(QMainWindow):
             # Composed or walked when first read, here rather than on the GUI thread: the provenance (37 ms
             # on the 20k graph) and whether the fused graph records every shape (a pass over its nodes).
             _ = pipeline.provenance, pipeline.fused.records_shapes
+            # The results live until the next fusion: out of the garbage collector's view, as a pane's
+            # shown graph is (see Pane._show). Collections over the 20k graph's ~5k records as the match
+            # list built their rows held the interpreter lock for up to 120 ms.
+            gc.freeze()
             return pipeline
 
         self.workers.start(TF_SLOT, "fusion", fuse, on_finished=lambda pipeline: self._on_fused(job, pipeline),
