@@ -66,6 +66,10 @@ class MainWindow(QMainWindow):
         self.workers = WorkerPool(self)
         self.selection = SelectionModel(self)
         self._centre_when_built: set[str] = set()  # sides opening scopes for the selection, to centre once drawn
+        # Collapse state each pane is being laid out for (boxes opened or closed): asked again for the same
+        # state, a pane is not laid out twice; and the after pane follows the before pane's change only once
+        # the before pane has drawn it (see _follow_collapsed).
+        self._following: dict[str, frozenset[str]] = {}
 
         self.pass_panel = PassPanel(self.session.config, self)
         self.match_list = MatchList(self)
@@ -99,7 +103,9 @@ class MainWindow(QMainWindow):
             view.built.connect(lambda s=side: self._on_built(s))
         for pane in self.panes.values():
             pane.laid_out.connect(lambda layout, s=pane.side: self._on_laid_out(s, layout))
+            pane.failed.connect(lambda _text, s=pane.side: self._on_layout_dropped(s, self._following.get(s)))
             pane.failed.connect(self._on_layout_error)
+            pane.dropped.connect(lambda collapsed, s=pane.side: self._on_layout_dropped(s, collapsed))
             pane.message.connect(lambda text: self.statusBar().showMessage(text, 10000))
 
     # ---- public API for other panels --------------------------------------------------------------
@@ -125,13 +131,35 @@ class MainWindow(QMainWindow):
         elif what == "config":
             self.pass_panel.show_config(self.session.config)
         elif what == "collapsed":
-            for side, pane in self.panes.items():
-                wanted = self.session.collapsed[side]
-                if pane.shown is not None and wanted is not None and pane.shown.collapsed != wanted:
-                    self.relayout(side)
+            self._follow_collapsed()
+
+    def _on_layout_dropped(self, side: str, collapsed: frozenset[str] | None) -> None:
+        """A pane's layout for these scopes failed, was cancelled or is not shown: nothing will be built for
+        it, so the after pane does not wait for it (a failed before pane is not laid out again here)."""
+        if collapsed is not None and self._following.get(side) == collapsed:
+            del self._following[side]
+            self._follow_collapsed(("after",))
+
+    def _follow_collapsed(self, sides: tuple[str, ...] = SIDES) -> None:
+        """Lay out again the panes whose collapsed scopes changed, the before pane first.
+
+        Opening a scope (a match step, a double-click) changes both panes. Their layout workers and the
+        GUI thread's scene updates would run at once and share the interpreter lock, and the window
+        stalled for their sum; so the after pane's worker starts once the before pane's scene is built.
+        """
+        for side in sides:
+            pane, wanted = self.panes[side], self.session.collapsed[side]
+            if pane.shown is None or wanted is None or pane.shown.collapsed == wanted \
+                    or self._following.get(side) == wanted:
+                continue
+            if side == "after" and "before" in self._following:
+                continue  # once the before pane is built (_on_built)
+            self._following[side] = wanted
+            self.relayout(side)
 
     def _show_model(self) -> None:
         model, comparison = self.session.model, self.session.comparison
+        self._following.clear()
         for side, pane in self.panes.items():
             pane.clear(f"{'Before' if side == 'before' else 'After'}: {comparison[side == 'after']}"
                        if comparison else None)
@@ -280,6 +308,8 @@ class MainWindow(QMainWindow):
 
     def _on_built(self, side: str) -> None:
         """A pane's new scene is complete: re-apply diff, selection and search hits, then announce it."""
+        if self._following.pop(side, None) is not None and side == "before":
+            self._follow_collapsed()  # the after pane's turn
         view = self.panes[side].view
         pipeline = self.session.pipeline  # fusion may have finished while the scene was being built
         self.panes[side].apply_diff(pipeline.provenance if pipeline else None)

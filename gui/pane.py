@@ -51,6 +51,7 @@ class Pane(QWidget):
 
     laid_out = Signal(object)  # Layout: shown in the view
     failed = Signal(str)  # a layout error, worded for the user
+    dropped = Signal(object)  # a layout for these collapsed scopes (or None) was cancelled or is not shown
     message = Signal(str)  # progress and notices for the status bar
 
     def __init__(self, side: str, title: str, workers: WorkerPool, cache: LayoutCache,
@@ -113,7 +114,8 @@ class Pane(QWidget):
         keep_view = shown is not None and collapsed is not None and shown.collapsed != collapsed
         self.workers.start(f"layout-{side}", f"layout of the {side} graph", task,
                            on_finished=lambda result: self._show(graph, *result, status, keep_view, with_shapes),
-                           on_error=self.failed.emit, on_progress=self.message.emit)
+                           on_error=self.failed.emit, on_progress=self.message.emit,
+                           on_cancelled=lambda: self.dropped.emit(collapsed))
 
     def toggle_open(self, key: str, status: Callable[[str], str] | None) -> bool:
         """Open a fused node's body in place, or close a box opened in place (in the layout worker).
@@ -149,6 +151,7 @@ class Pane(QWidget):
         """Draw `layout`; `in_place`, when the worker opened or closed boxes of the shown layout, is how
         it differs from that one (the view moves its items instead of building them again)."""
         if graph is not self.graph:
+            self.dropped.emit(layout.collapsed)
             return  # the pane was given another graph meanwhile
         self.shown, self.shown_graph, self.drawn_with_shapes = layout, graph, with_shapes
         if in_place is not None:

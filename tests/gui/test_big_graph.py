@@ -121,3 +121,42 @@ def test_the_first_view_of_a_tall_graph_with_a_wide_part_shows_its_inputs(qtbot,
     view = window.panes["before"].view
     visible = view.mapToScene(view.viewport().rect()).boundingRect()
     assert visible.intersects(view.items_by_key["input"].sceneBoundingRect())
+
+
+def test_opening_a_scope_lays_each_pane_out_once_the_after_pane_once_the_before_pane_is_built(
+        qtbot, window, tmp_path, monkeypatch):
+    """The two panes' layout workers and scene updates would otherwise share the interpreter lock."""
+    path = tmp_path / "synthetic5k.pb"
+    path.write_bytes(synthetic(5000).graph_def.SerializeToString())
+    open_and_wait(qtbot, window, str(path), timeout=WAIT_MS * 2)
+    before, after = window.panes["before"], window.panes["after"]
+    block = "block7"
+    layouts = []  # (side, whether the before pane's scene showed the scope open by then)
+    relayout = gui.pane.Pane.relayout
+
+    def recorded(pane, *args, **kwargs):
+        shown_open = not before.view.building and block not in scope_boxes(before)
+        layouts.append((pane.side, shown_open))
+        return relayout(pane, *args, **kwargs)
+
+    monkeypatch.setattr(gui.pane.Pane, "relayout", recorded)
+    window._on_activated("before", SCOPE_PREFIX + block)
+    qtbot.waitUntil(lambda: block not in scope_boxes(after), timeout=WAIT_MS)
+    wait_idle(qtbot, window)
+    assert layouts == [("before", False), ("after", True)]
+    assert block not in scope_boxes(before) and not window._following
+
+
+def test_a_before_layout_that_is_cancelled_does_not_hold_the_after_pane_back(qtbot, window, tmp_path):
+    path = tmp_path / "synthetic5k.pb"
+    path.write_bytes(synthetic(5000).graph_def.SerializeToString())
+    open_and_wait(qtbot, window, str(path), timeout=WAIT_MS * 2)
+    before, after = window.panes["before"], window.panes["after"]
+    window._on_activated("before", SCOPE_PREFIX + "block7")
+    window.workers.cancel_all()  # the Cancel button, while the before pane's worker runs
+    qtbot.waitUntil(lambda: "block7" not in scope_boxes(after), timeout=WAIT_MS)
+    wait_idle(qtbot, window)
+    assert not window._following
+    window._on_activated("before", SCOPE_PREFIX + "block10")  # and the next opening follows as usual
+    qtbot.waitUntil(lambda: "block10" not in scope_boxes(before) and "block10" not in scope_boxes(after),
+                    timeout=WAIT_MS)
