@@ -70,6 +70,7 @@ class MainWindow(QMainWindow):
         # state, a pane is not laid out twice; and the after pane follows the before pane's change only once
         # the before pane has drawn it (see _follow_collapsed).
         self._following: dict[str, frozenset[str]] = {}
+        self._after_pending = False  # the fused graph's layout is about to start (_show_pipeline)
 
         self.pass_panel = PassPanel(self.session.config, self)
         self.match_list = MatchList(self)
@@ -120,7 +121,7 @@ class MainWindow(QMainWindow):
     def is_idle(self) -> bool:
         """No work running or about to start (tests and benchmarks wait for this)."""
         return (not self.workers.busy() and not self.session.busy and not self.match_list.filling
-                and not self.before.building and not self.after.building)
+                and not self.before.building and not self.after.building and not self._after_pending)
 
     # ---- the session's changes become views -----------------------------------------------------
     def _on_session(self, what: str) -> None:
@@ -185,6 +186,13 @@ class MainWindow(QMainWindow):
         misses = sum(len(r.near_misses) for r in pipeline.results)
         self.statusBar().showMessage(f"fused: {len(pipeline.original)} -> {len(pipeline.fused)} nodes, "
                                      f"{matches} matches, {misses} near misses ({pipeline.seconds * 1000:.0f} ms)")
+        # The after pane's layout worker starts in the next event-loop turn, after the repaint of the new
+        # diff colours and match counts: beside it that repaint shared the interpreter lock (a stall).
+        self._after_pending = True
+        QTimer.singleShot(0, self, self._lay_out_after)
+
+    def _lay_out_after(self) -> None:
+        self._after_pending = False
         self.relayout("after")
 
     # ---- opening ------------------------------------------------------------------------------------

@@ -70,6 +70,22 @@ def test_toggling_a_pass_changes_the_after_pane(qtbot, toy_window):
     assert not set(relus) & set(toy_window.after.items_by_key)
 
 
+def test_a_new_fusion_is_drawn_in_the_after_pane_after_the_window_shows_its_counts(qtbot, toy_window,
+                                                                                      monkeypatch):
+    """The fused graph's layout worker starts in the next event-loop turn, once the repaint of the new
+    colours and counts is done (beside it, that repaint shared the interpreter lock); meanwhile the
+    window is not idle."""
+    open_and_wait(qtbot, toy_window, SAMPLE)
+    laid_out = []
+    relayout = toy_window.relayout
+    monkeypatch.setattr(toy_window, "relayout", lambda side: laid_out.append(side) or relayout(side))
+    toy_window._show_pipeline()
+    assert laid_out == [] and not toy_window.is_idle()
+    qtbot.waitUntil(lambda: laid_out == ["after"], timeout=5000)
+    wait_idle(qtbot, toy_window)
+    assert toy_window.panes["after"].shown_graph is toy_window.session.pipeline.fused
+
+
 def test_stepping_through_matches_selects_the_right_nodes_in_both_panes(qtbot, toy_window):
     open_and_wait(qtbot, toy_window, "demo")
     provenance = toy_window.session.pipeline.provenance
