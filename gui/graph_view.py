@@ -115,6 +115,9 @@ class NodeItem(QGraphicsRectItem):
     def __init__(self, node: LayoutNode, depth: int = 0):
         super().__init__()
         self.node = node
+        # A category the palette does not know (a layout cached by another version) is drawn as "other":
+        # a KeyError inside paint() takes the whole process down under PySide.
+        self.category = node.category if node.category in PALETTE else "other"
         self.box = QRectF(-node.width / 2, -node.height / 2, node.width, node.height)
         self.setRect(self.box.adjusted(-4, -4, 4, 4))
         self.setPen(Qt.PenStyle.NoPen)
@@ -145,11 +148,11 @@ class NodeItem(QGraphicsRectItem):
     def colours(self) -> tuple[QColor, QColor]:
         """Fill and border of the box (heat, else its diff status, else its op class)."""
         if self.heat is not None:
-            return self.heat, QColor(BORDER[self.node.category])
+            return self.heat, QColor(BORDER[self.category])
         if self.status in DIFF_COLOURS:
             fill, border = DIFF_COLOURS[self.status]
             return QColor(fill), QColor(border)
-        return QColor(self.look.fills[self.node.category]), QColor(self.look.borders[self.node.category])
+        return QColor(self.look.fills[self.category]), QColor(self.look.borders[self.category])
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
         lod = option.levelOfDetailFromTransform(painter.worldTransform())
@@ -177,7 +180,7 @@ class NodeItem(QGraphicsRectItem):
         painter.drawRoundedRect(self.box, 5, 5)
         if self.status != "unchanged" or self.heat is not None:  # keep the op class visible as a stripe
             painter.fillRect(QRectF(self.box.left() + 2, self.box.top() + 4, 4, self.box.height() - 8),
-                             QColor(BORDER[self.node.category]))
+                             QColor(BORDER[self.category]))
         _Fonts.ensure()
         text_rect = self.box.adjusted(8, 3, -6, -3)
         lines = [(_Fonts.op, "#1f1f1f", self.node.op), (_Fonts.name, "#303030", self.node.title)]
@@ -628,7 +631,7 @@ class GraphView(QGraphicsView):
         groups: dict[tuple, tuple[NodeItem, list[QRectF]]] = {}  # by what decides a box's colours and border
         for item in self.items_by_key.values():
             node = item.node
-            look = (item.heat.rgba() if item.heat is not None else None, item.status, node.category, bool(node.scope))
+            look = (item.heat.rgba() if item.heat is not None else None, item.status, item.category, bool(node.scope))
             groups.setdefault(look, (item, []))[1].append(_box_rect(node, min_w, min_h))
         for item, rects in groups.values():
             fill, border = item.colours()

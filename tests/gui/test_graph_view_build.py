@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QEvent, QObject
+from PySide6.QtGui import QColor
 
 from benchmarks.bench_amct import synthetic
-from core.layout import SCOPE_PREFIX, layout_graph
+from core.layout import SCOPE_PREFIX, Layout, LayoutEdge, LayoutNode, layout_graph
 from core.layout.change import edge_key, layout_change
 from core.layout.drawn import drawn_names
 from core.layout.expand import open_box
 from core.layout.overview import overview_scopes
 from gui import graph_view
+from gui.graph_view import NodeItem
 from tests.gui.helpers import shown_view
 
 
@@ -73,3 +75,17 @@ def test_a_box_opened_and_closed_in_place_moves_the_items_to_the_new_layout(qtbo
             view.update_layout(new, None, change)
             assert view.building  # applied in slices, the viewport repainted once they are all in
         items_match(view, new)
+
+
+def test_a_box_of_a_category_the_palette_does_not_know_is_drawn_as_other(qtbot):
+    """A layout cached by another version may name a category this one lacks: a KeyError while painting
+    took the process down (PySide), so such a box takes the colours of "other"."""
+    nodes = {key: LayoutNode(key, "Conv2D", key, "conv" if key == "a" else "renamed", (key,), x=x, y=40.0,
+                             width=120, height=40) for key, x in (("a", 80.0), ("b", 260.0))}
+    edges = [LayoutEdge("a", "b", "a", "", points=((80.0, 40.0), (260.0, 40.0)), spline=False)]
+    view = shown_view(qtbot)
+    with qtbot.waitSignal(view.painted, timeout=5000):
+        view.show_layout(Layout(nodes, edges, {"a": "a", "b": "b"}, width=340, height=80))
+    view.viewport().grab()  # painted without raising
+    fill, _ = view.items_by_key["b"].colours()
+    assert fill.name() == QColor(NodeItem.look.fills["other"]).name()
