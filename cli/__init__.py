@@ -23,35 +23,39 @@ from core.tfimport import import_tensorflow
 # resources/op_outputs.json, and then imports it itself (quietly, through core.tfimport).
 LIGHT_COMMANDS = {"inspect", "samples", "export-sample", "passes", "fuse", "import-profile", "stages", "diff",
                   "ledger", "hosts", "runs"}
-# Modules with `register(subparsers)`; each parser sets `func(args) -> int`.
-COMMANDS = [
-    "cli.inspect_cmd",
-    "cli.fuse_cmd",
-    "cli.lesson_cmd",
-    "cli.run_cmd",
-    "cli.npu_cmd",
-    "cli.hosts_cmd",
-    "cli.debug_cmd",
-]
+# Modules with `register(subparsers)` and the command words each registers; each parser sets
+# `func(args) -> int`. A command's parser is built from its own module only: importing every module
+# cost each command ~5 MB and their imports (tests/cli/test_pass_args.py holds the words to the modules).
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "cli.inspect_cmd": ("inspect", "samples", "export-sample"),
+    "cli.fuse_cmd": ("passes", "fuse"),
+    "cli.lesson_cmd": ("lesson",),
+    "cli.run_cmd": ("run", "import-profile", "export-npu-script"),
+    "cli.npu_cmd": ("stages", "diff", "ledger"),
+    "cli.hosts_cmd": ("hosts", "runs"),
+    "cli.debug_cmd": ("bisect", "diff-config"),
+}
 
 
 @functools.cache
-def build_parser() -> argparse.ArgumentParser:
-    """The parser, built once per process (main.py asks for the command words, then parses)."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of `command` alone (the other words are not known to it);
+    built once per process and command."""
     parser = argparse.ArgumentParser(
         prog="fuselens",
         description="Inspect, fuse and run TensorFlow models with Ascend CANN-style fusion passes.",
         epilog="With no COMMAND, or as `fuselens gui [MODEL]`, it opens the FuseLens window.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in COMMANDS:
-        importlib.import_module(module).register(sub)
+    for module, words in COMMANDS.items():
+        if command is None or command in words:
+            importlib.import_module(module).register(sub)
     return parser
 
 
 def command_names() -> list[str]:
-    """The subcommand words, so `main.py` can tell a command from a model path."""
-    return [name for action in build_parser()._subparsers._group_actions for name in action.choices]
+    """The subcommand words, so `main.py` can tell a command from a model path (no module imported)."""
+    return [word for words in COMMANDS.values() for word in words]
 
 
 def flag_string(text: str) -> str:
@@ -93,8 +97,9 @@ def join_flag_values(argv: Sequence[str], options: set[str]) -> list[str]:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line as argparse reads it once flag-string values are joined to their options."""
-    parser = build_parser()
-    return parser.parse_args(join_flag_values(sys.argv[1:] if argv is None else argv, flag_string_options(parser)))
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(words[0] if words and words[0] in command_names() else None)
+    return parser.parse_args(join_flag_values(words, flag_string_options(parser)))
 
 
 def print_json(data: Any) -> None:
