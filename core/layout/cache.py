@@ -23,6 +23,8 @@ from core.io import write_bytes_atomic
 from core.layout.model import Layout
 
 LAYOUT_VERSION = 3  # bump when the output changes, so stale disk-cache files are not reused
+# Per graph: whether its shapes were inferred when hashed, and the hash of its nodes (see structure_key).
+_graph_digests: WeakKeyDictionary[Graph, tuple[bool, Any]] = WeakKeyDictionary()
 
 
 def structure_key(graph: Graph, collapsed: Iterable[str] = ()) -> str:
@@ -48,9 +50,6 @@ def structure_key(graph: Graph, collapsed: Iterable[str] = ()) -> str:
     for scope in sorted(collapsed):
         digest.update(f"collapsed\0{scope}\n".encode())
     return digest.hexdigest()
-
-
-_graph_digests: WeakKeyDictionary[Graph, tuple[bool, Any]] = WeakKeyDictionary()
 
 
 @dataclass

@@ -44,7 +44,6 @@ MAX_STEPS = 16  # more scopes than this to open or close at once: one layout of 
 EPS = 0.5
 
 
-
 def is_body_key(key: str) -> bool:
     """Whether a layout key is a box inside an opened fused node."""
     return BODY_SEP in key
