@@ -13,7 +13,18 @@ import heapq
 import sys
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Collection, Hashable, ItemsView, Iterable, Iterator, Mapping, Sequence, ValuesView
+from collections.abc import (
+    Callable,
+    Collection,
+    Hashable,
+    ItemsView,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableSequence,
+    Sequence,
+    ValuesView,
+)
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -62,17 +73,23 @@ def topological_sort(keys: Iterable[K], edges: Iterable[tuple[K, K]]) -> list[K]
             waiting[t] += 1
     codes.sort()
     first = [bisect.bisect_left(codes, i * count) for i in range(count + 1)]
+    order: list[int] = []
+    _kahn(waiting, lambda i: (code % count for code in codes[first[i]:first[i + 1]]), order)
+    return [listed[i] for i in order]
+
+
+def _kahn(waiting: list[int], successors: Callable[[int], Iterable[int]], order: MutableSequence[int]) -> None:
+    """Kahn's loop over ids 0..len(waiting)-1, appending to `order`: `waiting[i]` counts i's predecessors
+    not yet ordered (it is used up); among ready ids the smallest goes first (the order the model was
+    written in). Shared by topological_sort() and the Graph's own order over its edge arrays."""
     ready = [i for i, deg in enumerate(waiting) if deg == 0]  # ascending, so already a heap
-    order: list[K] = []
     while ready:
         i = heapq.heappop(ready)
-        order.append(listed[i])
-        for code in codes[first[i]:first[i + 1]]:
-            t = code % count
+        order.append(i)
+        for t in successors(i):
             waiting[t] -= 1
             if waiting[t] == 0:
                 heapq.heappush(ready, t)
-    return order
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -519,21 +536,13 @@ class Graph:
         count = len(self.nodes)
         loop = [node.op in LOOP_BACK_EDGE_OPS for node in self.nodes.values()]
         waiting = [0] * count
-        for producer, reader in zip(self._in_node, self._in_reader):
+        readers, out_edge, out_start = self._in_reader, self._out_edge, self._out_start
+        for producer, reader in zip(self._in_node, readers):
             if producer < count and not loop[producer]:
                 waiting[reader] += 1
-        ready = [i for i, deg in enumerate(waiting) if deg == 0]  # ascending, so already a heap
         order = array("i")
-        while ready:
-            i = heapq.heappop(ready)
-            order.append(i)
-            if loop[i]:
-                continue
-            for edge in self._out_edge[self._out_start[i]:self._out_start[i + 1]]:
-                reader = self._in_reader[edge]
-                waiting[reader] -= 1
-                if waiting[reader] == 0:
-                    heapq.heappush(ready, reader)
+        _kahn(waiting, lambda i: () if loop[i] else (readers[e] for e in out_edge[out_start[i]:out_start[i + 1]]),
+              order)
         positions = array("i", [-1]) * count
         for position, i in enumerate(order):
             positions[i] = position
