@@ -1,0 +1,98 @@
+"""A graph read from bytes keeps them (SerializedGraphDef) and must behave as the graph of the parsed GraphDef."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from google.protobuf.message import DecodeError
+
+from core import proto
+from core.errors import FuseLensError
+from core.graph import Graph, SerializedGraphDef, _record_head
+from core.loaders import load_model
+from core.nodes import make_const, make_node
+from tests.core.test_graph import indexes, small_graph
+
+
+def with_everything() -> bytes:
+    """small_graph's GraphDef with a function, versions, the deprecated `version` and an unknown field, written
+    with a node after them and its attributes in a non-deterministic order."""
+    gd = small_graph().graph_def
+    function = gd.library.function.add()
+    function.signature.name = "f"
+    gd.versions.producer = 1087
+    gd.version = 7
+    late = make_node("Relu", "late", ["add"])
+    late.attr["b"].i, late.attr["a"].i = 1, 2
+    payload = late.SerializeToString()  # not deterministic: the attributes as written
+    return gd.SerializeToString() + bytes([9 << 3, 42]) + _record_head(1, len(payload)) + payload
+
+
+def test_a_graph_read_from_bytes_keeps_them_and_decodes_a_node_each_time_it_is_read():
+    data = with_everything()
+    g = Graph.from_bytes(data)
+    parsed = proto.GraphDef.FromString(data)
+    assert isinstance(g._graph_def, SerializedGraphDef) and g._graph_def.data is data
+    assert g.nodes["mm"] == parsed.node[3] and g.nodes["mm"] is not g.nodes["mm"]
+    assert [n.name for n in g] == [n.name for n in parsed.node]
+    assert indexes(g) == indexes(Graph(parsed))
+    assert g.library == parsed.library and g.versions == parsed.versions
+    assert [g.op(name) for name in g.nodes] == [n.op for n in parsed.node]
+
+
+def test_a_graph_read_from_bytes_writes_what_its_parsed_graph_def_writes():
+    data = with_everything()
+    g = Graph.from_bytes(data)
+    expected = proto.GraphDef.FromString(data).SerializeToString(deterministic=True)
+    assert expected != data  # the unknown field moves to the end, the late node's attributes are sorted
+    assert g.to_bytes() == expected and g.fingerprint == Graph(proto.GraphDef.FromString(data)).fingerprint
+    again = pickle.loads(pickle.dumps(g))
+    assert again.to_bytes() == expected and indexes(again) == indexes(g)
+    assert g.graph_def == proto.GraphDef.FromString(data) and g.to_bytes() == expected  # parsed when asked for
+
+
+def test_an_edit_of_a_graph_read_from_bytes_reads_its_unchanged_nodes_from_them():
+    data = small_graph().to_bytes()
+    g = Graph.from_bytes(data)
+    ed = g.editor()
+    ed.set_input("mm", 1, "w")
+    ed.remove("w/read")
+    new = ed.build()
+    assert new.nodes.containers[0] is g.nodes.containers[0]
+    assert new.to_bytes() == new.graph_def.SerializeToString(deterministic=True)
+    assert [n.name for n in Graph.from_bytes(new.to_bytes())] == ["x", "w", "mm", "split", "add"]
+    assert g.to_bytes() == data  # the source is untouched
+
+
+def test_duplicates_and_missing_producers_read_from_bytes_as_from_a_graph_def():
+    nodes = [make_node("Relu", "a", ["ghost"]), make_node("NoOp", "b"), make_node("Relu", "b", ["a", "^ghost"])]
+    data = Graph.from_nodes(nodes, validate=False).to_bytes()
+    with pytest.raises(FuseLensError, match=r"bad\.pb: duplicate node names: b; inputs name missing nodes: a -> ghost"):
+        Graph.from_bytes(data, source="bad.pb")
+    g = Graph.from_bytes(data, validate=False)
+    assert g.op("b") == "Relu" and len(g) == 2  # the later node of a name wins
+    assert indexes(g) == indexes(Graph.from_nodes(nodes, validate=False))
+    assert g.consumer_nodes("ghost") == ["a", "b"] and g.control_consumers("ghost") == ["b"]
+    assert g.to_bytes() == data  # both records are written, as the parsed GraphDef has them
+
+
+def test_a_top_level_the_walk_does_not_read_is_parsed_whole_and_corrupt_bytes_are_refused():
+    data = small_graph().to_bytes()
+    group = bytes([(9 << 3) | 3, 8, 1, (9 << 3) | 4])  # an unknown group: valid, but not walked
+    read = SerializedGraphDef.read(data + group)
+    assert isinstance(read, proto.GraphDef) and indexes(Graph(read)) == indexes(small_graph())
+    assert isinstance(SerializedGraphDef.read(data), SerializedGraphDef)
+    for corrupt in (data[:-3], data + bytes([1 << 3 | 2, 50]), bytes([0x0A, 2, 0xFF, 0xFF])):
+        with pytest.raises(DecodeError):
+            Graph.from_bytes(corrupt)
+
+
+def test_a_pb_whose_node_does_not_decode_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "bad.pb"
+    path.write_bytes(small_graph().to_bytes() + bytes([0x0A, 3, 0x0A, 9, 0x41]))  # a name longer than the node
+    with pytest.raises(FuseLensError, match=r"bad\.pb: not a TensorFlow GraphDef, or truncated"):
+        load_model(path)
+    path.write_bytes(Graph.from_nodes([make_const("c", np.ones(2, np.float32))]).to_bytes())
+    assert isinstance(load_model(path).graph._graph_def, SerializedGraphDef)
