@@ -176,7 +176,15 @@ class Graph:
         # producer id and a port (-1: a control input).
         starts, producers, ports = array("i", [0]), array("i"), array("i")
         ids, missing, names = self._ids, self._missing, self._names
+        # Each node's op as a code into the graph's list of op names: the passes ask for ops most (a third
+        # of their node reads), and a node read from bytes is decoded at each read; 4 B a node.
+        op_codes: dict[str, int] = {}
+        self._ops = array("i")
         for node in self.nodes.values():
+            code = op_codes.get(node.op)
+            if code is None:
+                code = op_codes[node.op] = len(op_codes)
+            self._ops.append(code)
             for text in node.input:
                 producer = ids.get(text) if ":" not in text and text[:1] != "^" else None
                 if producer is None:
@@ -193,6 +201,7 @@ class Graph:
                 producers.append(producer)
             starts.append(len(producers))
         self._in_start, self._in_node, self._in_port = starts, producers, ports
+        self._op_names = list(op_codes)
         # Readers in CSR form: producer p's reading edges are _out_edge[_out_start[p] .. _out_start[p + 1] - 1],
         # its data edges first, each kind in reader order then slot order (the order the inputs are listed).
         node_ids = np.frombuffer(producers, dtype=np.int32)
@@ -306,7 +315,7 @@ class Graph:
 
     def op(self, name: str) -> str:
         try:
-            return self.nodes[name].op
+            return self._op_names[self._ops[self._ids[name]]]
         except KeyError:
             raise KeyError(f"no node named {name!r} in {self.source}") from None
 
@@ -393,7 +402,7 @@ class Graph:
         chain: list[str] = []
         while name in self.nodes and name not in chain:
             chain.append(name)
-            op = self.nodes[name].op
+            op = self._op_names[self._ops[self._ids[name]]]
             if op == "Const":
                 return chain
             inputs = self.inputs(name)
@@ -543,7 +552,7 @@ class Graph:
         """(node ids in topological_order(), each node's position in it or -1): topological_sort()'s
         Kahn order, on the arrays (the same order: among ready nodes the first in GraphDef order)."""
         count = len(self.nodes)
-        loop = [node.op in LOOP_BACK_EDGE_OPS for node in self.nodes.values()]
+        loop = [self._op_names[code] in LOOP_BACK_EDGE_OPS for code in self._ops]
         waiting = [0] * count
         readers, out_edge, out_start = self._in_reader, self._out_edge, self._out_start
         for producer, reader in zip(self._in_node, readers):
