@@ -761,6 +761,18 @@ class _NodeRecords(Sequence[proto.NodeDef]):
     def __init__(self, data: bytes, starts: array, ends: array):
         self.data, self.starts, self.ends = data, starts, ends
 
+    @classmethod
+    def written(cls, nodes: Iterable[proto.NodeDef]) -> _NodeRecords:
+        """These nodes serialized, one record each."""
+        starts, ends, payloads, end = array("I"), array("I"), [], 0
+        for node in nodes:
+            payload = node.SerializeToString()
+            starts.append(end)
+            end += len(payload)
+            ends.append(end)
+            payloads.append(payload)
+        return cls(b"".join(payloads), starts, ends)
+
     def __getitem__(self, position: int) -> proto.NodeDef:  # type: ignore[override]
         return proto.NodeDef.FromString(self.data[self.starts[position]:self.ends[position]])
 
@@ -794,10 +806,10 @@ class _Positions(Mapping[str, int]):
 
 
 class _NodeTable(Mapping[str, proto.NodeDef]):
-    """`Graph.nodes`: name -> NodeDef in GraphDef order, read from the protobuf containers that hold the
-    nodes (the GraphDef read, the arenas of the passes' edits). A NodeDef's Python object is made when
-    asked for and lives as long as its user keeps it: one held per node took ~160 B, 3.2 MB on a
-    20k-node graph, for every graph a pass built too."""
+    """`Graph.nodes`: name -> NodeDef in GraphDef order, read from the containers that hold the nodes (a
+    parsed GraphDef's repeated field, the records of a .pb read or of a pass's edit). A NodeDef's Python
+    object is made when asked for and lives as long as its user keeps it: one held per node took ~160 B,
+    3.2 MB on a 20k-node graph, for every graph a pass built too."""
 
     __slots__ = ("containers", "ids", "where")
 
@@ -1029,7 +1041,7 @@ class GraphEditor:
 
     def build(self, *, validate: bool = True) -> Graph:
         """The new graph: the source's NodeDefs that were not changed are shared, not copied (its node
-        table points at them where they are), and the new ones are read from this edit's arena."""
+        table points at them where they are), and the new ones are written out of this edit's arena."""
         library = self._library if self._library is not None else self.source.library
         table = self.source.nodes
         assert isinstance(table, _NodeTable)
@@ -1051,11 +1063,16 @@ class GraphEditor:
             emit(name)
         for name in self._appended:  # added after a node that was later removed
             emit(name)
-        # Only the containers some node is in: a pass arena none of whose nodes is left is freed.
-        containers = [*table.containers, self._arena.node]
+        # The arena's nodes the new graph keeps are written out as NodeDef records (~1/7 of their parsed
+        # size), the ones copied and then removed in this edit left out; only the containers some node is
+        # in are kept, so the records of an earlier edit none of whose nodes is left are freed.
+        kept = sorted(code & 0xFFFFFFFF for code in where if code & ~0xFFFFFFFF == arena)
+        written = {position: i for i, position in enumerate(kept)}
+        containers = [*table.containers, _NodeRecords.written(self._arena.node[p] for p in kept)]
         used = sorted({code >> 32 for code in where})
         moved = {old << 32: new << 32 for new, old in enumerate(used)}
         for i, code in enumerate(where):
-            where[i] = moved[code & ~0xFFFFFFFF] | (code & 0xFFFFFFFF)
+            position = code & 0xFFFFFFFF
+            where[i] = moved[code & ~0xFFFFFFFF] | (written[position] if code & ~0xFFFFFFFF == arena else position)
         nodes = _NodeTable(ids, [containers[i] for i in used], where)
         return Graph._assembled(nodes, library, self.source.versions, self.source.source, validate)

@@ -81,7 +81,9 @@ def test_an_edit_lists_its_nodes_as_a_copied_dict_would_and_a_graph_keeps_only_t
     first = ed.build(validate=False)
     assert list(first.nodes) == ["x", "w", "w/read", "mm", "split", "add"]  # back in its place, as before
     assert dict(first.nodes.items()) == {n.name: n for n in first} and first.nodes["split"] is not g.nodes["split"]
-    assert len(first.nodes.containers) == 2  # the GraphDef read and this edit's arena
+    assert len(first.nodes.containers) == 2  # the GraphDef read and this edit's nodes
+    # The edit's nodes are written out of its arena, and `gone`, added and removed in it, is not among them.
+    assert [node.name for node in first.nodes.containers[1]] == ["w/read", "split"]
     back = first.editor()
     back.add(make_node("Identity", "w/read2", ["w"]))
     for name in ("w/read", "split"):  # every node of the first edit's arena goes
