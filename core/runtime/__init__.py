@@ -2,10 +2,26 @@
 
 Qt-free: the GUI and the CLI both call `start_run(RunRequest(...), on_progress)` and read a
 `RunResult`, which saves to and loads from JSON ("a previous FuseLens run file").
+
+The names below import their modules when first asked for: `fuse` reads a fusion switch file through
+core.runtime.switch_file, and importing the package must not bring the runner in with it (multiprocessing,
+subprocess and the result model: 2.9 MB of a fuse process's RSS).
 """
 
-from core.runtime.result import GraphRun, KernelStat, OutputComparison, RunResult, TimelineEvent
-from core.runtime.runner import Progress, RunHandle, RunRequest, run, start_run
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.runtime.result import GraphRun, KernelStat, OutputComparison, RunResult, TimelineEvent
+    from core.runtime.runner import Progress, RunHandle, RunRequest, run, start_run
+
+_MODULES = {
+    **dict.fromkeys(["GraphRun", "KernelStat", "OutputComparison", "RunResult", "TimelineEvent"],
+                    "core.runtime.result"),
+    **dict.fromkeys(["Progress", "RunHandle", "RunRequest", "run", "start_run"], "core.runtime.runner"),
+}
 
 __all__ = [
     "GraphRun",
@@ -19,3 +35,10 @@ __all__ = [
     "run",
     "start_run",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
