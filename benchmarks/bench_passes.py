@@ -230,7 +230,8 @@ print(f"\nPython objects alive at the end (deep sizes, MB): node names {names:.1
 for label, g in (("input graph", graph), ("fused graph", pipeline.fused)):
     parts = {a: deep(g.__dict__[a], seen) for a in ("nodes", "_names", "_in_start", "_in_node", "_in_port",
              "_in_reader", "_out_start", "_out_edge", "_ops", "_topological", "_const_values") if a in g.__dict__}
-    shown = ", ".join(f"{a.strip('_')} {v:.1f}" for a, v in parts.items()).replace("nodes", "nodes (name -> id)", 1)
+    shown = ", ".join(f"{a.strip('_')} {v:.1f}" for a, v in parts.items())
+    shown = shown.replace("nodes", "nodes (name -> id, NodeDef records)", 1)
     print(f"  {label}: {sum(parts.values()):.1f} ({shown})")
 results = {kind: deep([getattr(r, kind) for r in pipeline.results], seen)
            for kind in ("matches", "near_misses", "rewrites")}
@@ -248,7 +249,7 @@ pipeline.results.clear()
 drop("the pass results (matches, near misses, rewrites)")
 fused_nodes, fused_functions = len(pipeline.fused), len(pipeline.fused.library.function)
 pipeline.fused = None
-drop(f"the fused graph ({fused_nodes:,} nodes, {fused_functions} functions: its protobuf and its indexes)")
+drop(f"the fused graph ({fused_nodes:,} nodes, {fused_functions} functions: records, library, indexes)")
 records = graph._graph_def
 del pipeline, graph
 drop("the input graph's indexes (Graph)")
