@@ -45,6 +45,8 @@ FORWARDING_OPS = frozenset({"Identity", "Snapshot", "StopGradient"})
 LOOP_BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
 # Constants up to this size are decoded once per graph (Graph.const_value).
 CACHED_CONST_BYTES = 16 << 10
+# A pass's new or changed node up to this size is kept as its serialized record, a larger one (a weight) parsed.
+WRITTEN_NODE_BYTES = 4 << 10
 # Nodes that are never a model output even when nothing consumes them.
 NON_OUTPUT_OPS = frozenset({"NoOp", "Const", "Assert", "VarHandleOp", "SaveV2", "RestoreV2"})
 
@@ -1064,15 +1066,22 @@ class GraphEditor:
         for name in self._appended:  # added after a node that was later removed
             emit(name)
         # The arena's nodes the new graph keeps are written out as NodeDef records (~1/7 of their parsed
-        # size), the ones copied and then removed in this edit left out; only the containers some node is
-        # in are kept, so the records of an earlier edit none of whose nodes is left are freed.
+        # size), the ones copied and then removed in this edit left out. A node over WRITTEN_NODE_BYTES (a
+        # weight) stays in the arena: parsed, it costs about its bytes, and written out it would be held
+        # twice while the graph is built (ResNet50's folded weights: +145 MB at fuse's peak). Only the
+        # containers some node is in are kept: an arena or records none of whose nodes is left are freed.
+        stored = self._arena.node
         kept = sorted(code & 0xFFFFFFFF for code in where if code & ~0xFFFFFFFF == arena)
-        written = {position: i for i, position in enumerate(kept)}
-        containers = [*table.containers, _NodeRecords.written(self._arena.node[p] for p in kept)]
+        written = {position: i for i, position in enumerate(p for p in kept
+                                                            if stored[p].ByteSize() <= WRITTEN_NODE_BYTES)}
+        containers = [*table.containers, _NodeRecords.written(stored[p] for p in written), stored]
+        for i, code in enumerate(where):
+            if code & ~0xFFFFFFFF == arena:
+                position = written.get(code & 0xFFFFFFFF)
+                where[i] = code + (1 << 32) if position is None else arena | position
         used = sorted({code >> 32 for code in where})
         moved = {old << 32: new << 32 for new, old in enumerate(used)}
         for i, code in enumerate(where):
-            position = code & 0xFFFFFFFF
-            where[i] = moved[code & ~0xFFFFFFFF] | (written[position] if code & ~0xFFFFFFFF == arena else position)
+            where[i] = moved[code & ~0xFFFFFFFF] | (code & 0xFFFFFFFF)
         nodes = _NodeTable(ids, [containers[i] for i in used], where)
         return Graph._assembled(nodes, library, self.source.versions, self.source.source, validate)

@@ -10,10 +10,10 @@ from google.protobuf.message import DecodeError
 
 from core import proto
 from core.errors import FuseLensError
-from core.graph import Graph, SerializedGraphDef, _record_head
+from core.graph import WRITTEN_NODE_BYTES, Graph, SerializedGraphDef, _NodeRecords, _record_head
 from core.loaders import load_model
 from core.nodes import make_const, make_node
-from tests.core.test_graph import indexes, small_graph
+from tests.core.test_graph import indexes, small_graph, stored
 
 
 def with_everything() -> bytes:
@@ -64,6 +64,22 @@ def test_an_edit_of_a_graph_read_from_bytes_reads_its_unchanged_nodes_from_them(
     assert new.to_bytes() == new.graph_def.SerializeToString(deterministic=True)
     assert [n.name for n in Graph.from_bytes(new.to_bytes())] == ["x", "w", "mm", "split", "add"]
     assert g.to_bytes() == data  # the source is untouched
+
+
+def test_an_edit_writes_out_the_nodes_it_keeps_but_a_weight_stays_parsed():
+    g = Graph.from_bytes(small_graph().to_bytes())
+    ed = g.editor()
+    weight = make_const("big", np.arange(WRITTEN_NODE_BYTES // 4 + 1, dtype=np.float32))
+    ed.add(weight)
+    ed.add(make_node("Identity", "small", ["big"]))
+    ed.mutable("mm").input[1] = "w"
+    new = ed.build()
+    written, _ = stored(new, "small")
+    assert isinstance(written, _NodeRecords) and stored(new, "mm")[0] is written and len(written) == 2
+    parsed, position = stored(new, "big")
+    assert not isinstance(parsed, _NodeRecords) and parsed[position] == weight
+    assert new.nodes["big"] == weight and new.nodes["mm"].input == ["x", "w"]
+    assert new.to_bytes() == new.graph_def.SerializeToString(deterministic=True)
 
 
 def test_duplicates_and_missing_producers_read_from_bytes_as_from_a_graph_def():
