@@ -253,7 +253,7 @@ drop(f"the fused graph ({fused_nodes:,} nodes, {fused_functions} functions: reco
 records = graph._graph_def
 del pipeline, graph
 drop("the input graph's indexes (Graph)")
-size = len(records.data) / 2**20
+size = len(records.node.data) / 2**20
 del records
 drop(f"the input graph's bytes ({size:.1f} MB) and its parsed library and versions")
 data = open(sys.argv[2], "rb").read()

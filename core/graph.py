@@ -228,7 +228,7 @@ class Graph:
         """The GraphDef; for a graph read from bytes, parsed now, and for one a pass built, written now (a copy
         of every node); then kept."""
         if isinstance(self._graph_def, SerializedGraphDef):
-            self._graph_def = proto.GraphDef.FromString(self._graph_def.data)
+            self._graph_def = self._graph_def.parsed()
         if self._graph_def is None:
             graph_def = proto.GraphDef()
             graph_def.node.extend(self.nodes.values())
@@ -666,14 +666,15 @@ def _record_head(field: int, length: int) -> bytes:
 class SerializedGraphDef:
     """A serialized GraphDef kept as its bytes: `node` decodes a NodeDef each time one is read, and only the
     rest (library, versions) is parsed. Parsed whole, a GraphDef takes ~7.5x its bytes (a 20k-node graph's
-    2.5 MB took 18.7 MB); a graph read from a .pb needs little more than the .pb. It stands in for the
+    2.5 MB took 18.7 MB); a graph read from a .pb needs little more than the .pb. A node over
+    WRITTEN_NODE_BYTES (a weight) is parsed once instead: parsed, it costs about its bytes, and decoding it
+    at each read copied the weights of a model made of them (ResNet50: +0.55 CPU s). It stands in for the
     GraphDef where a Graph reads one (`node`, `library`, `versions`)."""
 
-    __slots__ = ("data", "node", "rest")
+    __slots__ = ("node", "rest")
 
     def __init__(self, data: bytes, starts: array, ends: array, rest: list[tuple[int, int]]):
-        self.data = data
-        self.node = _NodeRecords(data, starts, ends)
+        self.node = _NodeRecords.read(data, starts, ends)
         self.rest = proto.GraphDef.FromString(b"".join(data[start:end] for start, end in rest))
 
     @classmethod
@@ -683,6 +684,13 @@ class SerializedGraphDef:
         DecodeError when it is read."""
         spans = _top_level_records(data)
         return proto.GraphDef.FromString(data) if spans is None else cls(data, *spans)
+
+    def parsed(self) -> proto.GraphDef:
+        """The GraphDef the bytes read held: its nodes in their order, then the rest merged in."""
+        graph_def = proto.GraphDef()
+        graph_def.node.extend(self.node)
+        graph_def.MergeFrom(self.rest)
+        return graph_def
 
     @property
     def library(self) -> proto.FunctionDefLibrary:
@@ -706,7 +714,7 @@ def _top_level_records(data: bytes) -> tuple[array, array, list[tuple[int, int]]
     """A serialized GraphDef's NodeDef records (field 1) as the start and end of each payload, and the spans
     of its other records; None when its top level has anything but well-formed records of the four wire
     types a GraphDef writes (a node that is no length-delimited record, a group, a truncation)."""
-    starts, ends = array("I"), array("I")
+    starts, ends = array("i"), array("i")
     rest: list[tuple[int, int]] = []
     size, i = len(data), 0
     try:
@@ -755,18 +763,39 @@ def _varint(data: bytes, i: int) -> tuple[int, int]:
 
 
 class _NodeRecords(Sequence[proto.NodeDef]):
-    """A SerializedGraphDef's nodes: the NodeDef at a position is decoded from its bytes when asked for (a
-    new message each time; ~0.6 us for a typical node)."""
+    """A SerializedGraphDef's nodes, or an edit's: the NodeDef at a position is decoded from its bytes when
+    asked for (a new message each time; ~0.6 us for a typical node), or read from `parsed` where its end is
+    -1 (its start is then its position there)."""
 
-    __slots__ = ("data", "ends", "starts")
+    __slots__ = ("data", "ends", "parsed", "starts")
 
-    def __init__(self, data: bytes, starts: array, ends: array):
-        self.data, self.starts, self.ends = data, starts, ends
+    def __init__(self, data: bytes, starts: array, ends: array, parsed: Sequence[proto.NodeDef] = ()):
+        self.data, self.starts, self.ends, self.parsed = data, starts, ends, parsed
+
+    @classmethod
+    def read(cls, data: bytes, starts: array, ends: array) -> _NodeRecords:
+        """The records at these spans of `data`, those over WRITTEN_NODE_BYTES parsed (into one message, so
+        they share its arena) and the others copied out of `data`, which is not kept."""
+        if all(end - start <= WRITTEN_NODE_BYTES for start, end in zip(starts, ends)):
+            return cls(data, starts, ends)
+        parsed = proto.GraphDef()
+        kept_starts, kept_ends, pieces, size = array("i"), array("i"), [], 0
+        for start, end in zip(starts, ends):
+            if end - start > WRITTEN_NODE_BYTES:
+                kept_starts.append(len(parsed.node))
+                kept_ends.append(-1)
+                parsed.node.add().MergeFromString(data[start:end])
+            else:
+                kept_starts.append(size)
+                size += end - start
+                kept_ends.append(size)
+                pieces.append(data[start:end])
+        return cls(b"".join(pieces), kept_starts, kept_ends, parsed.node)
 
     @classmethod
     def written(cls, nodes: Iterable[proto.NodeDef]) -> _NodeRecords:
         """These nodes serialized, one record each."""
-        starts, ends, payloads, end = array("I"), array("I"), [], 0
+        starts, ends, payloads, end = array("i"), array("i"), [], 0
         for node in nodes:
             payload = node.SerializeToString()
             starts.append(end)
@@ -776,14 +805,17 @@ class _NodeRecords(Sequence[proto.NodeDef]):
         return cls(b"".join(payloads), starts, ends)
 
     def __getitem__(self, position: int) -> proto.NodeDef:  # type: ignore[override]
-        return proto.NodeDef.FromString(self.data[self.starts[position]:self.ends[position]])
+        end = self.ends[position]
+        if end < 0:
+            return self.parsed[self.starts[position]]
+        return proto.NodeDef.FromString(self.data[self.starts[position]:end])
 
     def __len__(self) -> int:
         return len(self.starts)
 
     def __iter__(self) -> Iterator[proto.NodeDef]:
-        data, parse = self.data, proto.NodeDef.FromString
-        return (parse(data[start:end]) for start, end in zip(self.starts, self.ends))
+        data, parse, parsed = self.data, proto.NodeDef.FromString, self.parsed
+        return (parsed[start] if end < 0 else parse(data[start:end]) for start, end in zip(self.starts, self.ends))
 
 
 class _Positions(Mapping[str, int]):

@@ -34,7 +34,7 @@ def test_a_graph_read_from_bytes_keeps_them_and_decodes_a_node_each_time_it_is_r
     data = with_everything()
     g = Graph.from_bytes(data)
     parsed = proto.GraphDef.FromString(data)
-    assert isinstance(g._graph_def, SerializedGraphDef) and g._graph_def.data is data
+    assert isinstance(g._graph_def, SerializedGraphDef) and g._graph_def.node.data is data
     assert g.nodes["mm"] == parsed.node[3] and g.nodes["mm"] is not g.nodes["mm"]
     assert [n.name for n in g] == [n.name for n in parsed.node]
     assert indexes(g) == indexes(Graph(parsed))
@@ -51,6 +51,20 @@ def test_a_graph_read_from_bytes_writes_what_its_parsed_graph_def_writes():
     again = pickle.loads(pickle.dumps(g))
     assert again.to_bytes() == expected and indexes(again) == indexes(g)
     assert g.graph_def == proto.GraphDef.FromString(data) and g.to_bytes() == expected  # parsed when asked for
+
+
+def test_a_weight_read_from_bytes_is_parsed_once_and_the_graph_writes_what_it_read():
+    weight = make_const("big", np.arange(WRITTEN_NODE_BYTES // 4 + 1, dtype=np.float32))
+    reader = make_node("Identity", "read", ["big"])
+    data = with_everything() + b"".join(_record_head(1, n.ByteSize()) + n.SerializeToString() for n in (weight, reader))
+    g = Graph.from_bytes(data)
+    parsed = proto.GraphDef.FromString(data)
+    records, position = stored(g, "big")
+    assert records.ends[position] == -1 and records.data != data  # the weight is not kept as bytes too
+    assert g.nodes["big"] == weight and g.nodes["read"] == reader and g.nodes["late"] == parsed.node[-3]
+    assert [n.name for n in g] == [n.name for n in parsed.node] and indexes(g) == indexes(Graph(parsed))
+    assert g.to_bytes() == parsed.SerializeToString(deterministic=True)
+    assert g.graph_def == parsed
 
 
 def test_an_edit_of_a_graph_read_from_bytes_reads_its_unchanged_nodes_from_them():
