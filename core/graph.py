@@ -45,7 +45,8 @@ FORWARDING_OPS = frozenset({"Identity", "Snapshot", "StopGradient"})
 LOOP_BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
 # Constants up to this size are decoded once per graph (Graph.const_value).
 CACHED_CONST_BYTES = 16 << 10
-# A pass's new or changed node up to this size is kept as its serialized record, a larger one (a weight) parsed.
+# A node up to this size (read from a .pb, or made by a pass) is kept as its serialized record and decoded
+# when read; a larger one (a weight) is kept parsed, which costs about its bytes and no copy per read.
 WRITTEN_NODE_BYTES = 4 << 10
 # Nodes that are never a model output even when nothing consumes them.
 NON_OUTPUT_OPS = frozenset({"NoOp", "Const", "Assert", "VarHandleOp", "SaveV2", "RestoreV2"})
