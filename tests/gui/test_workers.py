@@ -6,7 +6,9 @@ import threading
 import time
 
 from core.errors import FuseLensError
-from gui.workers import WorkerPool
+from PySide6.QtCore import QObject, QTimer
+
+from gui.workers import WorkerPool, run_in_slices
 
 
 def test_result_error_and_cancel(qtbot):
@@ -86,3 +88,31 @@ def test_tasks_of_one_slot_never_overlap_and_only_the_newest_waiting_one_runs(qt
     qtbot.waitUntil(lambda: not pool.busy())
     assert pool.pool.waitForDone(5000)
     assert finished == ["third"] and sorted(cancelled) == ["first", "second"] and not any(overlaps)
+
+
+def test_timers_run_between_every_two_slices(qtbot):
+    """A due timer (a repaint, an animation, a heartbeat) runs between a list's slices of GUI work, also
+    with two lists of slices at once: else the window stalls for several slices."""
+    events: list[str] = []
+    heartbeat = QTimer(interval=5)
+    heartbeat.timeout.connect(lambda: events.append("tick"))
+    context, finished = QObject(), []
+
+    def slow_steps(name: str):
+        for _ in range(6):
+            end = time.perf_counter() + 0.012  # one step a slice, each longer than the heartbeat's interval
+            while time.perf_counter() < end:
+                pass
+            events.append(name)
+            yield
+
+    heartbeat.start()
+    for name in ("a", "b"):
+        run_in_slices(context, slow_steps(name), seconds=0.001, at_least=1, current=lambda: True,
+                      done=lambda name=name: finished.append(name))
+    qtbot.waitUntil(lambda: len(finished) == 2, timeout=5000)
+    heartbeat.stop()
+    assert events.count("a") == events.count("b") == 6
+    for name in ("a", "b"):  # the first slice runs inside run_in_slices, each later one after a tick
+        slices = [i for i, event in enumerate(events) if event == name]
+        assert all("tick" in events[before + 1:after] for before, after in zip(slices, slices[1:])), events
