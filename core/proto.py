@@ -7,6 +7,7 @@ model never waits for TensorFlow. `to_tf` / `from_tf` cross the boundary by byte
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import ml_dtypes
@@ -142,7 +143,7 @@ def tensor_problem(tensor: TensorProto) -> str | None:
     dims = [d.size for d in tensor.tensor_shape.dim]
     if any(d < 0 for d in dims):
         return f"has a shape with an unknown or negative dimension {dims}"
-    count = int(np.prod(dims, dtype=object))
+    count = math.prod(dims)
     if count * dtype.itemsize > MAX_TENSOR_BYTES:
         return f"has shape {dims}, which would take more than {MAX_TENSOR_BYTES >> 30} GiB"
     field = _VALUE_FIELD[tensor.dtype]

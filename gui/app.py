@@ -30,7 +30,7 @@ def run_gui(model: str | None = None) -> int:
     app.setApplicationName("FuseLens")
     app.setOrganizationName("FuseLens")
     window = MainWindow()
-    window.show()
     if model:
-        window.open_model(model)
+        window.open_when_painted(model)
+    window.show()
     return app.exec()

@@ -71,9 +71,11 @@ class MainWindow(QMainWindow):
         # the before pane has drawn it (see _follow_collapsed).
         self._following: dict[str, frozenset[str]] = {}
         self._after_pending = False  # the fused graph's layout is about to start (_show_pipeline)
+        self._open_after_paint: str | None = None  # a model to open once the window is painted
 
         self.pass_panel = PassPanel(self.session.config, self)
         self.match_list = MatchList(self)
+        self.match_list.filled.connect(self._on_list_filled)
         self.properties = PropertiesPanel(self)
         self.panes = {side: Pane(side, title, self.workers, self.layout_cache, self)
                       for side, title in (("before", "Before (original)"), ("after", "After (fused)"))}
@@ -186,23 +188,51 @@ class MainWindow(QMainWindow):
         misses = sum(len(r.near_misses) for r in pipeline.results)
         self.statusBar().showMessage(f"fused: {len(pipeline.original)} -> {len(pipeline.fused)} nodes, "
                                      f"{matches} matches, {misses} near misses ({pipeline.seconds * 1000:.0f} ms)")
-        # The after pane's layout worker starts in the next event-loop turn, after the repaint of the new
-        # diff colours and match counts: beside it that repaint shared the interpreter lock (a stall).
+        # The after pane's layout worker starts once the match list is filled, in the event-loop turn after
+        # the repaint of the new diff colours, counts and rows: beside the list's slices and that repaint
+        # it shared the interpreter lock, and every one of them waited for it (a stall).
         self._after_pending = True
-        QTimer.singleShot(0, self, self._lay_out_after)
+        if not self.match_list.filling:
+            QTimer.singleShot(0, self, self._lay_out_after)
+
+    def _on_list_filled(self) -> None:
+        if self._after_pending:
+            QTimer.singleShot(0, self, self._lay_out_after)
 
     def _lay_out_after(self) -> None:
-        self._after_pending = False
-        self.relayout("after")
+        if self._after_pending:
+            self._after_pending = False
+            self.relayout("after")
 
     # ---- opening ------------------------------------------------------------------------------------
     def open_model(self, spec: str) -> None:
         self.statusBar().showMessage(f"Loading {spec}…")
         self.session.start_loading()
-        self.workers.start("load", f"loading {spec}", partial(self.tensorflow.load, spec),
+        def load(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> LoadedModel:
+            model = self.tensorflow.load(spec, progress, cancelled)
+            # Walked here rather than on the GUI thread, where the first layout asks: every node's attrs
+            # (45 ms on the 20k graph, beside the layout worker: most of the longest stall while opening).
+            _ = model.graph.records_shapes
+            return model
+
+        self.workers.start("load", f"loading {spec}", load,
                            on_finished=lambda model: self._on_loaded(spec, model),
                            on_error=lambda text: self._load_failed("Cannot open model", text),
                            on_cancelled=self.session.load_failed)
+
+    def open_when_painted(self, spec: str) -> None:
+        """Open `spec` once the window has painted itself (the model named on the command line).
+
+        The loader's Python beside the window's first paint, whose widgets' Python paint and size-hint
+        calls each waited for the interpreter lock, stalled the window 100-210 ms on a 20k-node graph.
+        """
+        self._open_after_paint = spec
+
+    def paintEvent(self, event) -> None:
+        super().paintEvent(event)
+        if self._open_after_paint is not None:
+            spec, self._open_after_paint = self._open_after_paint, None
+            QTimer.singleShot(0, self, lambda: self.open_model(spec))
 
     def open_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open model", "", MODEL_FILTER)
@@ -280,8 +310,10 @@ class MainWindow(QMainWindow):
 
     def _on_shapes(self, job: FusionJob) -> None:
         if self.session.shapes_done(job):
-            for side, pane in self.panes.items():  # drawn (or being drawn) without shapes: once more, with them
-                if not pane.drawn_with_shapes:
+            # A pane drawn or being drawn without shapes: once more, with them. The fused graph's first layout
+            # may still be waiting for the match list (_show_pipeline): it will have them.
+            for side, pane in self.panes.items():
+                if not pane.asked_with_shapes and not (side == "after" and self._after_pending):
                     self.relayout(side)
 
     def _job_failed(self, job: FusionJob, title: str, text: str) -> None:

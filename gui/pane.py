@@ -62,6 +62,7 @@ class Pane(QWidget):
         self.shown_graph: Graph | None = None  # the graph `shown` was made for
         self.graph: Graph | None = None  # the graph it should show
         self.drawn_with_shapes = False  # the layout had every edge's tensor shape
+        self.asked_with_shapes = False  # so had the last layout asked for (maybe still in the worker)
         self.header = QLabel(title, self)
         self.header.setStyleSheet("font-weight: 600; padding: 2px 4px;")
         self.view = GraphView(self)
@@ -75,6 +76,7 @@ class Pane(QWidget):
         """Forget the graph shown (a new model); `title` names what this pane will show."""
         gc.unfreeze()  # the last model's objects can be collected again (see _show)
         self.shown, self.shown_graph, self.graph, self.drawn_with_shapes = None, None, None, False
+        self.asked_with_shapes = False
         self.title = title or self.default_title
         self.header.setText(self.title)
 
@@ -89,7 +91,7 @@ class Pane(QWidget):
         """
         self.graph = graph
         side, cache, shown = self.side, self.cache, self.shown
-        with_shapes = graph.shapes_ready or graph.records_shapes
+        with_shapes = self.asked_with_shapes = graph.shapes_ready or graph.records_shapes
         same = shown is not None and graph is self.shown_graph and with_shapes == self.drawn_with_shapes
         in_place = same and collapsed is not None and outermost(collapsed) != outermost(shown.collapsed)
         reopen = [key for key, _ in shown.opened if not key.startswith(SCOPE_PREFIX)] if same else []
