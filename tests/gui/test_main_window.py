@@ -86,6 +86,40 @@ def test_a_new_fusion_is_drawn_in_the_after_pane_after_the_window_shows_its_coun
     assert toy_window.panes["after"].shown_graph is toy_window.session.pipeline.fused
 
 
+def test_the_fused_graph_is_laid_out_once_the_match_list_is_filled(qtbot, toy_window, monkeypatch):
+    """Its layout worker beside the list's slices of rows shared the interpreter lock with them: every
+    slice waited for it (a 20k-node graph's fusion has ~5,000 rows)."""
+    import gui.match_list
+
+    open_and_wait(qtbot, toy_window, "demo")
+    monkeypatch.setattr(gui.match_list, "MIN_ROWS_PER_SLICE", 1)  # a row a slice: the list fills in turns
+    monkeypatch.setattr(gui.match_list, "FILL_SLICE_S", 0.0)
+    events = []
+    toy_window.match_list.filled.connect(lambda: events.append("filled"))
+    relayout = toy_window.relayout
+    monkeypatch.setattr(toy_window, "relayout", lambda side: events.append(side) or relayout(side))
+    toy_window._show_pipeline()
+    assert toy_window.match_list.filling and events == []
+    qtbot.waitUntil(lambda: "after" in events, timeout=5000)
+    assert events == ["filled", "after"]
+    wait_idle(qtbot, toy_window)
+    assert toy_window.panes["after"].shown_graph is toy_window.session.pipeline.fused
+
+
+def test_the_model_named_on_the_command_line_opens_once_the_window_has_painted(qtbot, toy_window, monkeypatch):
+    """Its loader beside the window's first paint made each widget's Python paint wait for the interpreter
+    lock (a stall of 100-200 ms on a 20k-node graph)."""
+    qtbot.waitExposed(toy_window)
+    opened = []
+    open_model = toy_window.open_model
+    monkeypatch.setattr(toy_window, "open_model", lambda spec: opened.append(spec) or open_model(spec))
+    toy_window.open_when_painted(SAMPLE)
+    assert opened == []
+    toy_window.update()  # as a new window's first paint
+    wait_idle(qtbot, toy_window)
+    assert opened == [SAMPLE] and toy_window.session.model.name == SAMPLE
+
+
 def test_stepping_through_matches_selects_the_right_nodes_in_both_panes(qtbot, toy_window):
     open_and_wait(qtbot, toy_window, "demo")
     provenance = toy_window.session.pipeline.provenance
