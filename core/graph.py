@@ -443,7 +443,11 @@ class Graph:
 
     # ---- model interface ----------------------------------------------------------------
     def placeholders(self) -> list[str]:
-        return [n.name for n in self if n.op == "Placeholder"]
+        """From the op codes, no node decoded: the window asks on the GUI thread when a model opens."""
+        if "Placeholder" not in self._op_names:
+            return []
+        code = self._op_names.index("Placeholder")
+        return [self._names[i] for i, op in enumerate(self._ops) if op == code]
 
     def outputs(self) -> list[str]:
         """Nodes whose data nothing reads: what a user of the frozen graph fetches."""

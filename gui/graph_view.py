@@ -363,7 +363,10 @@ class GraphView(QGraphicsView):
         scene.clear()
         # The old items' Python wrappers are let go in slices too, ahead of the new items in the same
         # slices: dropping 10k of them at once (the whole 20k graph shown) held the GUI thread 50-70 ms.
-        retired = [self.items_by_key, self.frame_items, self.edge_items]
+        retired: list[dict | list] = [self.items_by_key, self.frame_items, self.edge_items]
+        if self._picture_parts is not None:  # it holds the old edges' lines: the last references to most
+            retired += [self._picture_parts.boxes, *self._picture_parts.edge_lines.values()]
+            self._picture_parts = None
         self.layer = _Layer()
         scene.addItem(self.layer)
         self.layout_ = layout
@@ -381,7 +384,7 @@ class GraphView(QGraphicsView):
         self.viewport().setUpdatesEnabled(False)  # until _finish_build
         generation = self._build_generation
         steps = chain(_let_go(retired), (self._add_edge(e) for e in layout.edges),
-                      (self._add_node(n, status) for n in layout.nodes.values()))
+                      (self._add_node(n, status) for n in layout.nodes.values()), self._gather_picture_parts())
         run_in_slices(self, steps, seconds=BUILD_SLICE_S, at_least=50,
                       current=lambda: generation == self._build_generation,  # else a newer layout replaced it
                       done=self._finish_build)
@@ -407,7 +410,7 @@ class GraphView(QGraphicsView):
         for key in self.selected_keys:
             self.items_by_key[key].selected = True
         self.building = False
-        self._picture, self._picture_parts = None, None
+        self._picture = None
         self._paint_pending = True
         self.viewport().setUpdatesEnabled(True)
         self.viewport().update()
@@ -435,7 +438,9 @@ class GraphView(QGraphicsView):
         self.viewport().setUpdatesEnabled(False)  # until _finish_build
         generation = self._build_generation
         self.scene().setSceneRect(_scene_rect(layout))
-        run_in_slices(self, self._change_steps(change, status), seconds=BUILD_SLICE_S, at_least=50,
+        self._picture_parts = None
+        run_in_slices(self, chain(self._change_steps(change, status), self._gather_picture_parts()),
+                      seconds=BUILD_SLICE_S, at_least=50,
                       current=lambda: generation == self._build_generation, done=self._finish_build)
 
     def _change_steps(self, change: LayoutChange, status: Callable[[str], str] | None) -> Iterator[None]:
@@ -469,6 +474,21 @@ class GraphView(QGraphicsView):
         for node in change.added_nodes:
             self._add_node(node, status)
             yield
+
+    def _gather_picture_parts(self) -> Iterator[None]:
+        """The far-zoom picture's parts of the items now shown, gathered in the build's slices: made at
+        the first paint after a build of the expanded 20k graph, they took 25 ms more of that paint."""
+        edge_lines: dict[bool, list[QLineF]] = {control: [] for control in EDGE_COLOURS}
+        for item in self.edge_items.values():
+            edge_lines[item.edge.control].extend(item.lines)
+            yield
+        boxes, geometry, dashed = list(self.items_by_key.values()), [], []
+        for item in boxes:
+            node = item.node
+            geometry.append((node.x, node.y, node.width, node.height))
+            dashed.append(node.is_scope)
+            yield
+        self._picture_parts = _PictureParts(boxes, dashed, np.array(geometry, dtype=float).reshape(-1, 4), edge_lines)
 
     def keys_for(self, names: Iterable[str]) -> list[str]:
         """Layout keys drawing these graph nodes (a folded constant maps to its consumer)."""
@@ -591,7 +611,8 @@ class GraphView(QGraphicsView):
         """Whether boxes are so small that one picture of the layout stands in for its items."""
         zoom = self.zoom_level()
         rect = self.sceneRect()
-        return (self.layout_ is not None and not self.building and zoom < PICTURE_LOD
+        return (self.layout_ is not None and not self.building and self._picture_parts is not None
+                and zoom < PICTURE_LOD
                 and rect.width() * rect.height() * zoom * zoom <= PICTURE_MAX_PIXELS)
 
     def drawBackground(self, painter: QPainter, rect: QRectF) -> None:
@@ -610,8 +631,6 @@ class GraphView(QGraphicsView):
     def _render_picture(self, zoom: float) -> QImage:
         """The whole layout at `zoom`, one pixel per screen pixel: frames, edges as lines, boxes filled
         with their colours (at least 2 px wide, 1 px tall), one drawRects call per colour pair."""
-        if self._picture_parts is None:
-            self._picture_parts = _PictureParts.of(self.items_by_key.values(), self.edge_items.values())
         parts = self._picture_parts
         scene = self.sceneRect()
         image = QImage(max(1, math.ceil(scene.width() * zoom)), max(1, math.ceil(scene.height() * zoom)),
@@ -793,23 +812,13 @@ class GraphView(QGraphicsView):
 @dataclass
 class _PictureParts:
     """What every far-zoom picture of the same items reuses, whatever the zoom or colours: the edges as
-    lines and the boxes' centres and sizes as arrays. Made for each picture, they took half of its
+    lines and the boxes' centres and sizes as an array. Made for each picture, they took half of its
     40 ms on the expanded 20k graph, and the picture is made again at each zoom step and colour change."""
 
     boxes: list[NodeItem]
-    dashed: list[bool]  # collapsed scope boxes
+    dashed: list[bool]  # collapsed scope boxes (drawn dashed)
     geometry: np.ndarray  # per box: centre x, centre y, width, height
     edge_lines: dict[bool, list[QLineF]]  # by `edge.control`
-
-    @classmethod
-    def of(cls, boxes: Iterable[NodeItem], edges: Iterable[EdgeItem]) -> _PictureParts:
-        boxes = list(boxes)
-        edge_lines: dict[bool, list[QLineF]] = {control: [] for control in EDGE_COLOURS}
-        for item in edges:
-            edge_lines[item.edge.control].extend(item.lines)
-        geometry = np.array([(item.node.x, item.node.y, item.node.width, item.node.height) for item in boxes],
-                            dtype=float).reshape(-1, 4)
-        return cls(boxes, [bool(item.node.scope) for item in boxes], geometry, edge_lines)
 
     def rects(self, min_width: float, min_height: float) -> list[QRectF]:
         """Each box's scene rect, at least this big (so it shows in a far-out picture), in `boxes` order."""
@@ -824,11 +833,12 @@ def _box_rect(node: LayoutNode, min_width: float, min_height: float) -> QRectF:
     return QRectF(node.x - width / 2, node.y - height / 2, width, height)
 
 
-def _let_go(retired: list[dict]) -> Iterator[None]:
-    """Drop the items of these dicts one per step (their C++ objects are gone already)."""
+def _let_go(retired: list[dict | list]) -> Iterator[None]:
+    """Drop the items of these dicts and lists one per step (their C++ objects are gone already)."""
     for items in retired:
+        drop = items.popitem if isinstance(items, dict) else items.pop
         while items:
-            items.popitem()
+            drop()
             yield
 
 
