@@ -71,6 +71,7 @@ class MainWindow(QMainWindow):
         # the before pane has drawn it (see _follow_collapsed).
         self._following: dict[str, frozenset[str]] = {}
         self._after_pending = False  # the fused graph's layout is about to start (_show_pipeline)
+        self._after_waits_for_paint = False  # the after pane follows new scopes after the before pane's paint
         self._open_after_paint: str | None = None  # a model to open once the window is painted
 
         self.pass_panel = PassPanel(self.session.config, self)
@@ -123,7 +124,8 @@ class MainWindow(QMainWindow):
     def is_idle(self) -> bool:
         """No work running or about to start (tests and benchmarks wait for this)."""
         return (not self.workers.busy() and not self.session.busy and not self.match_list.filling
-                and not self.before.building and not self.after.building and not self._after_pending)
+                and not self.before.building and not self.after.building and not self._after_pending
+                and not self._after_waits_for_paint)
 
     # ---- the session's changes become views -----------------------------------------------------
     def _on_session(self, what: str) -> None:
@@ -148,7 +150,8 @@ class MainWindow(QMainWindow):
 
         Opening a scope (a match step, a double-click) changes both panes. Their layout workers and the
         GUI thread's scene updates would run at once and share the interpreter lock, and the window
-        stalled for their sum; so the after pane's worker starts once the before pane's scene is built.
+        stalled for their sum; so the after pane's worker starts once the before pane's scene is built
+        and painted (_follow_when_painted).
         """
         for side in sides:
             pane, wanted = self.panes[side], self.session.collapsed[side]
@@ -156,13 +159,14 @@ class MainWindow(QMainWindow):
                     or self._following.get(side) == wanted:
                 continue
             if side == "after" and "before" in self._following:
-                continue  # once the before pane is built (_on_built)
+                continue  # once the before pane is built and painted (_on_built)
             self._following[side] = wanted
             self.relayout(side)
 
     def _show_model(self) -> None:
         model, comparison = self.session.model, self.session.comparison
         self._following.clear()
+        self._after_waits_for_paint = False
         for side, pane in self.panes.items():
             pane.clear(f"{'Before' if side == 'before' else 'After'}: {comparison[side == 'after']}"
                        if comparison else None)
@@ -272,12 +276,30 @@ class MainWindow(QMainWindow):
         if job is not None:
             self._run_job(job)
 
+    def _follow_when_painted(self) -> None:
+        """The after pane follows the before pane's new scopes once that pane is painted: its layout
+        worker beside that paint (the picture of the whole 20k-node graph) shared the interpreter lock
+        with it, and the paint took 2-3x as long."""
+        if not self.before.isVisible():
+            self._follow_collapsed()
+            return
+        self._after_waits_for_paint = True
+        QTimer.singleShot(500, self, self._after_follows)  # in case the pane is not painted (minimised)
+
+    def _after_follows(self) -> None:
+        if self._after_waits_for_paint:
+            self._after_waits_for_paint = False
+            self._follow_collapsed()
+
     def _on_before_painted(self) -> None:
-        """Fusion of a newly opened model starts once its original graph is on screen.
+        """Fusion of a newly opened model starts once its original graph is on screen, and the after pane
+        follows its new scopes (_follow_when_painted) once the rest of the window is painted too.
 
         Fusion may import TensorFlow, whose import holds the GIL for long stretches; running it
         next to the first layout and scene build would delay the first picture by seconds.
         """
+        if self._after_waits_for_paint:
+            QTimer.singleShot(0, self, self._after_follows)
         job = self.session.drawn()
         if job is not None:
             self._run_job(job)
@@ -349,7 +371,7 @@ class MainWindow(QMainWindow):
     def _on_built(self, side: str) -> None:
         """A pane's new scene is complete: re-apply diff, selection and search hits, then announce it."""
         if self._following.pop(side, None) is not None and side == "before":
-            self._follow_collapsed()  # the after pane's turn
+            self._follow_when_painted()  # the after pane's turn
         view = self.panes[side].view
         pipeline = self.session.pipeline  # fusion may have finished while the scene was being built
         self.panes[side].apply_diff(pipeline.provenance if pipeline else None)

@@ -123,20 +123,20 @@ def test_the_first_view_of_a_tall_graph_with_a_wide_part_shows_its_inputs(qtbot,
     assert visible.intersects(view.items_by_key["input"].sceneBoundingRect())
 
 
-def test_opening_a_scope_lays_each_pane_out_once_the_after_pane_once_the_before_pane_is_built(
+def test_opening_a_scope_lays_each_pane_out_once_the_after_pane_once_the_before_pane_is_painted(
         qtbot, window, tmp_path, monkeypatch):
-    """The two panes' layout workers and scene updates would otherwise share the interpreter lock."""
+    """The two panes' layout workers, scene updates and paints would otherwise share the interpreter lock."""
     path = tmp_path / "synthetic5k.pb"
     path.write_bytes(synthetic(5000).graph_def.SerializeToString())
     open_and_wait(qtbot, window, str(path), timeout=WAIT_MS * 2)
     before, after = window.panes["before"], window.panes["after"]
     block = "block7"
-    layouts = []  # (side, whether the before pane's scene showed the scope open by then)
+    layouts = []  # (side, whether the before pane's scene showed the scope open by then, and was painted)
     relayout = gui.pane.Pane.relayout
 
     def recorded(pane, *args, **kwargs):
         shown_open = not before.view.building and block not in scope_boxes(before)
-        layouts.append((pane.side, shown_open))
+        layouts.append((pane.side, shown_open and not before.view._paint_pending))
         return relayout(pane, *args, **kwargs)
 
     monkeypatch.setattr(gui.pane.Pane, "relayout", recorded)
