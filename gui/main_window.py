@@ -234,9 +234,9 @@ class MainWindow(QMainWindow):
 
     def paintEvent(self, event) -> None:
         super().paintEvent(event)
-        if self._open_after_paint is not None:
-            spec, self._open_after_paint = self._open_after_paint, None
-            QTimer.singleShot(0, self, lambda: self.open_model(spec))
+        if self._open_after_paint is not None:  # after the paint and anything else due by then (a 1 ms
+            spec, self._open_after_paint = self._open_after_paint, None  # timer: a 0 ms one is a posted call)
+            QTimer.singleShot(1, self, lambda: self.open_model(spec))
 
     def open_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open model", "", MODEL_FILTER)

@@ -145,13 +145,15 @@ class WorkerPool(QObject):
         worker.signals.cancelled.connect(lambda: done(on_cancelled))
         if on_progress is not None:
             worker.signals.progress.connect(on_progress)
+        # The window's busy indicator first: its Python slots, run after the worker had started, each
+        # waited for the interpreter lock that worker held (~100 ms when a 20k-node model began loading).
+        self.busy_changed.emit(True)
         if slot in self._running:
             self._running[slot].cancel()
             self._drop_waiting(slot)
             self._waiting[slot] = worker
         else:
             self._launch(slot, worker)
-        self.busy_changed.emit(True)
         return worker
 
     def _launch(self, slot: str, worker: Worker) -> None:
