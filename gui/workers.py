@@ -29,28 +29,19 @@ def run_in_slices(context: QObject, steps: Iterator[object], *, seconds: float, 
     at a time (at least `at_least` steps a slice), the event loop runs between slices, and `done()`
     follows the last step. Newer work replacing this one makes `current()` false: the rest is dropped.
 
-    The next slice waits on a 0 ms QTimer of its own, not `QTimer.singleShot(0, ...)`: that one is a
-    posted call, which Qt delivered before the due timers, so timers (a heartbeat, an animation) ran
-    only every second slice, every fourth with two lists of slices at once (tests/gui/test_workers.py).
+    The next slice waits on a 1 ms timer, not `QTimer.singleShot(0, ...)`: that one is a posted call,
+    which Qt delivers ahead of due timers, so timers (a heartbeat, an animation) ran only every second
+    slice, every fourth with two lists of slices at once (tests/gui/test_workers.py).
     """
-    timer = QTimer(context)
-    timer.setSingleShot(True)
-    timer.setInterval(0)
-
-    def run_slice() -> None:
-        if not current():
-            timer.deleteLater()
+    if not current():
+        return
+    deadline = time.perf_counter() + seconds
+    for count, _step in enumerate(steps, 1):
+        if count >= at_least and time.perf_counter() > deadline:
+            QTimer.singleShot(1, context, lambda: run_in_slices(context, steps, seconds=seconds, at_least=at_least,
+                                                                current=current, done=done))
             return
-        deadline = time.perf_counter() + seconds
-        for count, _step in enumerate(steps, 1):
-            if count >= at_least and time.perf_counter() > deadline:
-                timer.start()
-                return
-        timer.deleteLater()
-        done()
-
-    timer.timeout.connect(run_slice)
-    run_slice()
+    done()
 
 
 class WorkerSignals(QObject):
