@@ -212,6 +212,7 @@ class MainWindow(QMainWindow):
     def open_model(self, spec: str) -> None:
         self.statusBar().showMessage(f"Loading {spec}…")
         self.session.start_loading()
+
         def load(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> LoadedModel:
             model = self.tensorflow.load(spec, progress, cancelled)
             # Walked here rather than on the GUI thread, where the first layout asks: every node's attrs
@@ -234,8 +235,9 @@ class MainWindow(QMainWindow):
 
     def paintEvent(self, event) -> None:
         super().paintEvent(event)
-        if self._open_after_paint is not None:  # after the paint and anything else due by then (a 1 ms
-            spec, self._open_after_paint = self._open_after_paint, None  # timer: a 0 ms one is a posted call)
+        if self._open_after_paint is not None:
+            spec, self._open_after_paint = self._open_after_paint, None
+            # A 1 ms timer, so the timers due by then run first (a 0 ms one is a posted call, delivered ahead).
             QTimer.singleShot(1, self, lambda: self.open_model(spec))
 
     def open_dialog(self) -> None:
