@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import threading
 import time
+from itertools import pairwise
 
-from core.errors import FuseLensError
 from PySide6.QtCore import QObject, QTimer
 
+from core.errors import FuseLensError
 from gui.workers import WorkerPool, run_in_slices
 
 
@@ -115,4 +116,4 @@ def test_timers_run_between_every_two_slices(qtbot):
     assert events.count("a") == events.count("b") == 6
     for name in ("a", "b"):  # the first slice runs inside run_in_slices, each later one after a tick
         slices = [i for i, event in enumerate(events) if event == name]
-        assert all("tick" in events[before + 1:after] for before, after in zip(slices, slices[1:])), events
+        assert all("tick" in events[before + 1:after] for before, after in pairwise(slices)), events
