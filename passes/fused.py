@@ -1,4 +1,4 @@
-"""The fused node of DESIGN.md: one node whose op is a library function holding the original subgraph.
+"""The fused node of docs/architecture.md: one node whose op is a library function holding the original subgraph.
 
 Scope fusion and AutoFuse have no native TF op for their result, so the fused node calls a
 FunctionDef whose body is exactly the nodes it replaced: TensorFlow can still run the fused

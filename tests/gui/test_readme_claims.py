@@ -1,4 +1,4 @@
-"""What the README's "The window" and "Run and profile in the window" sections promise, done as a user does it.
+"""What docs/guide/window.md and docs/guide/run-and-profile.md ("In the window") promise, done as a user does it.
 
 Real key events on the window (shortcuts), real mouse clicks, drags and wheel turns on the panes, the
 right-click menu the pane builds, the file dialogs answered by a patched QFileDialog; every check is
