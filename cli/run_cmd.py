@@ -230,6 +230,7 @@ def format_result(result: Any) -> str:
             lines.append(f"      ... {len(run.kernels) - 8} more kernels (--json or --csv for all)")
         for how, count in Counter(run.execution.values()).most_common():
             lines.append(f"      fused nodes executed {how}: {count}")
+        lines += [f"      {note}" for note in run.execution_notes]
     for c in result.comparison:
         verdict = "allclose" if c.allclose else "NOT allclose"
         errors = (f"max abs {c.max_abs:.3g}, max rel {c.max_rel:.3g}, mean abs {c.mean_abs:.3g}"

@@ -48,7 +48,10 @@ def random_feeds(graph: Graph, seed: int = 0,
 
 def run_graph(graph: Graph, feeds: Mapping[str, np.ndarray],
               fetches: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-    """Outputs (default: graph.outputs(), port 0) for the feeds, in a fresh TF1-style session."""
+    """Outputs (default: graph.outputs(), port 0) for the feeds, in a fresh TF1-style session that
+    computes the graph as written: Grappler's remapper is off, since on a oneDNN CPU it rebuilds a
+    LayerNorm with epsilon 0.001 whatever the graph holds (core.runtime.layer_norm), and a numeric
+    check needs the graph's own math on both sides."""
     tf = import_tensorflow()
 
     fetches = list(fetches or graph.outputs())
@@ -56,6 +59,10 @@ def run_graph(graph: Graph, feeds: Mapping[str, np.ndarray],
     with tf_graph.as_default():
         tf.graph_util.import_graph_def(proto.to_tf(graph.graph_def), name="")
     tensor_names = [f if ":" in f else f"{f}:0" for f in fetches]
-    with tf.compat.v1.Session(graph=tf_graph) as session:
+    from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig
+
+    config = tf.compat.v1.ConfigProto()
+    config.graph_options.rewrite_options.remapping = RewriterConfig.OFF
+    with tf.compat.v1.Session(graph=tf_graph, config=config) as session:
         values = session.run(tensor_names, {f"{k}:0": v for k, v in feeds.items()})
     return dict(zip(fetches, values))

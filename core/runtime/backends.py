@@ -83,6 +83,14 @@ def require(name: str) -> BackendStatus:
     return status
 
 
+def onednn_fuses_layer_norms() -> bool:
+    """Whether this TensorFlow's remapper builds `_MklLayerNorm` on CPU (oneDNN on, the op registered)."""
+    from tensorflow.python.framework import op_def_registry
+    from tensorflow.python.util import _pywrap_util_port
+
+    return bool(_pywrap_util_port.IsMklEnabled()) and op_def_registry.get("_MklLayerNorm") is not None
+
+
 def session_config(name: str, *, grappler: bool = True) -> Any:
     """ConfigProto for the cpu and gpu backends (the npu one comes from npu_session)."""
     tf = import_tensorflow()

@@ -21,8 +21,8 @@ from typing import Any
 
 from core import proto
 from core.errors import FuseLensError
-from core.graph import Graph
-from core.runtime import lowering
+from core.graph import Graph, TensorRef
+from core.runtime import layer_norm, lowering
 from core.runtime.profile import KernelEvent, build_graph_run, label_op
 
 # Test hook: "SIGNAL@PHASE" (e.g. "SIGSEGV@run") makes the child kill itself with SIGNAL on
@@ -176,6 +176,7 @@ class _Side:
         self.label, self.fetches = spec["label"], list(spec["fetches"])
         self.graph = Graph.from_bytes(spec["data"], source=self.label, validate=False)
         self.execution = lowering.execution_plan(self.graph, job["backend"])  # a lowered copy runs
+        self.notes: list[str] = []
         self.warmup = job["warmup"]
         self.steps = job["steps"]
         self.trace = job["trace"] and job["backend"] != "npu"
@@ -186,13 +187,28 @@ class _Side:
         tf_graph = tf.Graph()
         try:
             with tf_graph.as_default():
-                tf.graph_util.import_graph_def(
-                    proto.to_tf(lowering.lower(self.graph, self.execution).graph_def), name="")
+                tf.graph_util.import_graph_def(proto.to_tf(self._executed(job).graph_def), name="")
         except (ValueError, TypeError, tf.errors.OpError) as e:
             raise JobError(tf_error_message(self.label, e)) from None
         self.feeds = {f"{name}:0": value for name, value in job["feeds"].items() if name in self.graph}
         self.options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE) if self.trace else None
         self.session = tf.compat.v1.Session(graph=tf_graph, config=config)
+
+    def _executed(self, job: dict[str, Any]) -> Graph:
+        """The copy TensorFlow runs (core.runtime.lowering): kernels planned as their original ops
+        inlined, and on a oneDNN CPU with Grappler on, LayerNorms built with the graph's epsilon."""
+        from core.runtime import backends
+
+        keep = {TensorRef.parse(t).node for t in [*self.fetches, *self.spec.get("probes", ())]}
+        executed = lowering.lower(self.graph, self.execution, keep)
+        if not (job["backend"] == "cpu" and job["grappler"] and backends.onednn_fuses_layer_norms()):
+            return executed
+        executed, norms = layer_norm.replace_with_onednn(executed, keep, _ranks(self.tf, executed))
+        if norms:
+            epsilons = ", ".join(f"{e:g}" for e in sorted({n.epsilon for n in norms}))
+            self.notes.append(f"{len(norms)} LayerNorm{'s' * (len(norms) > 1)} built as oneDNN's _MklLayerNorm "
+                              f"with the graph's epsilon {epsilons} (TensorFlow's remapper would use 0.001)")
+        return executed
 
     def _run(self, fetches: list[str], **kwargs: Any) -> list[Any]:
         try:
@@ -228,10 +244,27 @@ class _Side:
     def graph_run(self, job: dict[str, Any]) -> Any:
         run = build_graph_run(self.label, self.graph, self.events, self.times, job["steps"])
         run.execution = self.execution
+        run.execution_notes = self.notes
         return run
 
     def close(self) -> None:
         self.session.close()
+
+
+def _ranks(tf: Any, graph: Graph) -> Any:
+    """A tensor's static rank (None when unknown), from TensorFlow's shape inference on `graph`,
+    imported on the first question only."""
+    imported: list[Any] = []
+
+    def rank(tensor: str) -> int | None:
+        if not imported:
+            imported.append(tf.Graph())
+            with imported[0].as_default():
+                tf.graph_util.import_graph_def(proto.to_tf(graph.graph_def), name="")
+        ref = TensorRef.parse(tensor)
+        return imported[0].get_operation_by_name(ref.node).outputs[ref.port].shape.rank
+
+    return rank
 
 
 def _npu_configs(tf: Any, job: dict[str, Any], root: Path) -> Any:

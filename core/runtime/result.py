@@ -61,6 +61,8 @@ class GraphRun:
     source: str = "tensorflow"  # or "msprof"
     # fused node -> how it executed ("XLA kernel", "as its original ops: conv epilogue on CPU", ...)
     execution: dict[str, str] = field(default_factory=dict)
+    # what else the executed copy changed so TensorFlow computes the graph's own math (one line each)
+    execution_notes: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         times = self.step_times_us
