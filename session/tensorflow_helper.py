@@ -37,12 +37,12 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from core.ascend.npu_bundle import BundleReport
 from core.errors import Cancelled, FuseLensError
+from core.formats.loaders import LoadedModel, detect_format, load_model
+from core.formats.samples import SAMPLES, is_built
 from core.graph import Graph
-from core.loaders import LoadedModel, detect_format, load_model
 from core.runtime.childproc import ChildProcess
-from core.runtime.npu_bundle import BundleReport
-from core.samples import SAMPLES, is_built
 from passes.registry import PipelineResult, catalog, mirror_catalog
 from session.session import FusionJob
 

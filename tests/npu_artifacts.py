@@ -31,9 +31,8 @@ from google.protobuf import text_format
 from onnx import onnx_ml_pb2
 from tensorboard.compat.proto import types_pb2
 
-from core import proto
-from core.ge.dump import GE_ONNX, GE_PROTO, ge_messages
-from core.graph import Graph
+from core.ascend.ge.dump import GE_ONNX, GE_PROTO, ge_messages
+from core.graph import Graph, proto
 from passes.registry import PipelineResult
 from tests.core.test_run_view import write_op_summary
 

@@ -19,9 +19,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from core import proto
-from core.graph import Graph, TensorRef
-from core.nodes import make_node
+from core.graph import Graph, TensorRef, proto
+from core.graph.nodes import make_node
 
 # "off": every XLA fused node stays an XLA kernel on CPU too (benchmarks/bench_runtime.py measures both).
 LOWERING_ENV = "FUSELENS_CPU_LOWERING"

@@ -16,10 +16,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from core import proto
-from core.graph import Graph, GraphEditor
-from core.nodes import make_const, make_node
-from core.provenance import Rewrite
+from core.graph import Graph, GraphEditor, proto
+from core.graph.nodes import make_const, make_node
+from core.graph.provenance import Rewrite
 from passes.amct.folding import CONV_TYPES, AmctPass, constant_value, find_chain, preview, replace_node
 from passes.base import Match, NearMiss, Reason, reading_edge
 from passes.pattern import ANY, MatchResult, Op, match

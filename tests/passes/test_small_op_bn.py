@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core import proto
-from core.graph import Graph
+from core.graph import Graph, proto
 from passes.amct.conv_bn import ConvBatchnormFusionPass
 from passes.amct.small_op_bn import SmallOpBatchnormFusionPass
 from tests.passes.amct_check import apply_passes, assert_same_outputs

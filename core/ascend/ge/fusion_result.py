@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import FuseLensError
-from core.io import write_bytes_atomic
+from core.formats.io import write_bytes_atomic
 from core.wording import shown
 
 GRAPH_FUSION = "graph_fusion"

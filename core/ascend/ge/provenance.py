@@ -4,7 +4,7 @@ GE's graph fusion appends each pass to the list attribute `pass_name` (a fused n
 names of the nodes it replaced, then its own pass is added); UB fusion writes one string
 `pass_name_ub`; `_datadump_original_op_names` / `_types` list the original (TF) nodes a node
 stands for, which is how a fused kernel maps back to the user's model. These attributes are the
-toolchain's provenance, as `_fusion_pass` / `_fused_nodes` are FuseLens's own (`core/fused.py`).
+toolchain's provenance, as `_fusion_pass` / `_fused_nodes` are FuseLens's own (`core/graph/fused.py`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from core.fused import FUSED_NODES_ATTR, FUSION_PASS_ATTR
 from core.graph import Graph
+from core.graph.fused import FUSED_NODES_ATTR, FUSION_PASS_ATTR
 
 PASS_NAME_ATTR = "pass_name"
 PASS_NAME_UB_ATTR = "pass_name_ub"

@@ -1,7 +1,7 @@
 """The scripts of an NPU bundle and what they are told.
 
-The driver (npu_driver.py, written into the bundle as run_on_npu.py) and the session set-up
-(npu_session.py) are copied as they are; bundle.json carries everything that differs per model and
+The driver (host/npu_driver.py, written into the bundle as run_on_npu.py) and the session set-up
+(core/devices/npu_session.py) are copied as they are; bundle.json carries everything that differs per model and
 configuration: per side its graph, fetches, scope list, AUTOFUSE_FLAGS, switch file and skip file,
 plus the dump variables both sides share and the command that imports the results.
 """
@@ -12,11 +12,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.runtime.npu_target import TARGETS, target_of
+from core.ascend.npu_target import TARGETS, target_of
+from core.devices import npu_session
 
 MODES = {mode: target.title for mode, target in TARGETS.items()}
-DRIVER_SOURCE = Path(__file__).with_name("npu_driver.py")
-SESSION_SOURCE = Path(__file__).with_name("npu_session.py")
+# The driver runs on the Ascend host, not in FuseLens: it is kept as data (host/, no package) and copied.
+DRIVER_SOURCE = Path(__file__).with_name("host") / "npu_driver.py"
+# The session set-up is both: the local npu backend imports it, and a bundle carries a copy of its file.
+SESSION_SOURCE = Path(npu_session.__file__)
 DRIVER_NAME = "run_on_npu.py"
 BUNDLE_FORMAT, BUNDLE_VERSION = "fuselens-npu-bundle", 1
 SIDES = ("original", "fused")

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from core import proto
+from core.graph import proto
 
 
 def make_attr(value: Any) -> proto.AttrValue:

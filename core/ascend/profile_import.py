@@ -16,9 +16,9 @@ from pathlib import Path
 
 from core.errors import FuseLensError
 from core.graph import Graph
-from core.runtime.msprof import PROFILE_FILES, import_profile
-from core.runtime.profile import NodeMapper
-from core.runtime.result import GraphRun, RunResult
+from core.measure.msprof import PROFILE_FILES, import_profile
+from core.measure.profile import NodeMapper
+from core.measure.result import GraphRun, RunResult
 
 
 def mapped_to(run: GraphRun, graph: Graph) -> GraphRun:

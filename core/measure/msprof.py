@@ -25,8 +25,8 @@ from pathlib import Path
 
 from core.errors import FuseLensError
 from core.graph import Graph
-from core.runtime.profile import KernelEvent, build_graph_run
-from core.runtime.result import GraphRun, KernelStat, RunResult
+from core.measure.profile import KernelEvent, build_graph_run
+from core.measure.result import GraphRun, KernelStat, RunResult
 
 INVALID = 4294967295
 MISSING = ("", "N/A", "NA", "n/a", "-")

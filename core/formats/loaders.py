@@ -15,10 +15,9 @@ from pathlib import Path
 from google.protobuf import message as pb_message
 from google.protobuf import text_format
 
-from core import proto
 from core.errors import FuseLensError
-from core.graph import Graph, SerializedGraphDef
-from core.samples import SAMPLES, sample_path
+from core.formats.samples import SAMPLES, sample_path
+from core.graph import Graph, SerializedGraphDef, proto
 from core.tfimport import import_tensorflow
 from core.wording import shown
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from core.errors import FuseLensError
 from core.graph import Graph
-from core.runtime.result import OutputComparison
+from core.measure.result import OutputComparison
 
 # (rtol, atol) for np.allclose: |fused - original| <= atol + rtol * |original|
 TOLERANCES: dict[str, tuple[float, float]] = {

@@ -9,7 +9,7 @@ so one process cannot run an unfused baseline and an AutoFuse run: this driver s
 per side (`--side original|fused`) with that side's variables, as bundle.json gives them. Then it
 exports each side's profile with msprof and prints the one command that imports everything.
 
-Written by FuseLens (`fuselens export-npu-script`) from core/runtime/npu_driver.py. It runs on the
+Written by FuseLens (`fuselens export-npu-script`) from core/ascend/host/npu_driver.py. It runs on the
 host's Python and TensorFlow, so it is free of FuseLens imports and of syntax newer than Python 3.7.
 """
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core import proto
 from core.errors import FuseLensError
+from core.graph import proto
 from core.tfimport import import_tensorflow
 
 if TYPE_CHECKING:

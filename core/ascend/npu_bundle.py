@@ -22,12 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.errors import FuseLensError
-from core.execute import resolve_input_shape
-from core.graph import Graph
-from core.io import write_bytes_atomic
-from core.runtime.compare import pair_outputs
-from core.runtime.npu_script import (
+from core.ascend.npu_script import (
     DRIVER_NAME,
     DRIVER_SOURCE,
     DUMP,
@@ -36,8 +31,13 @@ from core.runtime.npu_script import (
     bundle_spec,
     side_spec,
 )
-from core.runtime.npu_target import for_target, target_of
-from core.runtime.switch_file import SwitchForms, skip_node_names_cfg
+from core.ascend.npu_target import for_target, target_of
+from core.errors import FuseLensError
+from core.formats.execute import resolve_input_shape
+from core.formats.io import write_bytes_atomic
+from core.formats.switch_file import SwitchForms, skip_node_names_cfg
+from core.graph import Graph
+from core.measure.compare import pair_outputs
 
 SIDE_TITLES = {"original": "baseline: the model as it is, every toolchain fusion FuseLens models switched off",
                "fused": "the graph AMCT hands over (FuseLens's AMCT passes), the toolchain switched as chosen"}

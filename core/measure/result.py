@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import FuseLensError
-from core.io import write_json_atomic
+from core.formats.io import write_json_atomic
 
 RUN_FILE_FORMAT = "fuselens-run"
 RUN_FILE_VERSION = 1

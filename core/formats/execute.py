@@ -7,9 +7,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from core import proto
 from core.errors import FuseLensError
-from core.graph import Graph
+from core.graph import Graph, proto
 from core.tfimport import import_tensorflow
 
 

@@ -66,7 +66,7 @@ class Addition:
     source: str  # where the version was checked (the registry tables agree: see the tests)
 
 
-_FROM_WHEELS = "core/runtime/tf_targets (read from the TensorFlow wheels)"
+_FROM_WHEELS = "core/ascend/tf_targets (read from the TensorFlow wheels)"
 ADDITIONS = (
     Addition("FusedBatchNormV3", "exponential_avg_factor", "in TensorFlow 2.2", 1.0, ("tf1",),
              _DOCS.format("r2.1", "cc/class/tensorflow/ops/fused-batch-norm-v3") + " (no such attr) vs "

@@ -15,7 +15,7 @@ from types import ModuleType
 
 from core.errors import FuseLensError
 
-RESOURCES = Path(__file__).resolve().parent.parent / "resources"
+RESOURCES = Path(__file__).resolve().parents[2] / "resources"
 SAMPLE_DIR = RESOURCES / "samples"
 # Bump when a cached builder changes, so stale cache files are not reused.
 CACHE_VERSION = 1
