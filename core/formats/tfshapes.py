@@ -1,4 +1,5 @@
-"""Static dtypes and shapes by TensorFlow's own inference (imports TensorFlow)."""
+"""Static dtypes and shapes by TensorFlow's own inference (imports TensorFlow): the window's TensorFlow
+helper asks it for the edge labels of a graph that records no shapes; the passes never do."""
 
 from __future__ import annotations
 
@@ -33,3 +34,12 @@ def infer_tensors(graph: Graph) -> dict[tuple[str, int], TensorInfo]:
                     None if shape.rank is None else tuple(shape.as_list()),
                 )
     return info
+
+
+def ensure_shapes(graph: Graph) -> dict[tuple[str, int], tuple[int | None, ...] | None]:
+    """Every output's shape: as the graph records them, else TensorFlow's inference, kept on the graph."""
+    shapes = graph.known_shapes()
+    if shapes is None:
+        shapes = {key: shape for key, (_, shape) in infer_tensors(graph).items()}
+        graph.adopt_shapes(shapes)
+    return shapes

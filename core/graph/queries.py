@@ -23,6 +23,7 @@ from core.graph.edges import Consumer, TensorRef
 from core.graph.editor import GraphEditor
 from core.graph.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR, XLA_MUST_COMPILE_ATTR, FusedInfo
 from core.graph.order import kahn
+from core.graph.shapes import infer_static_shapes
 from core.graph.tables import NodeTable, Positions
 from core.graph.wire import SerializedGraphDef, node_records, record_head
 from core.wording import shown
@@ -189,7 +190,7 @@ class Graph:
         yield payload
 
     def adopt_shapes(self, shapes: dict[tuple[str, int], tuple[int | None, ...] | None]) -> None:
-        """Take output shapes computed elsewhere (another process's `ensure_shapes()` of this graph)."""
+        """Take output shapes computed elsewhere (TensorFlow's, core.formats.tfshapes.ensure_shapes)."""
         self._shapes = dict(shapes)
 
     # ---- construction -------------------------------------------------------------------
@@ -378,25 +379,28 @@ class Graph:
 
     # ---- shapes and dtypes ------------------------------------------------------------
     def output_shape(self, name: str, port: int = 0) -> tuple[int | None, ...] | None:
-        """Static shape of an output, from `_output_shapes` or TensorFlow's shape inference.
+        """Static shape of an output: as `_output_shapes` records it, as the TensorFlow helper inferred it
+        (adopt_shapes), else as core.graph.shapes derives it from Placeholder shapes and Const values; None
+        where none of them knows it. Never imports TensorFlow.
 
-        Inference imports TensorFlow once per graph; samples carry `_output_shapes` already, and
-        then one node's are read from its attribute (no table of every shape of every graph a pass built).
+        Samples carry `_output_shapes`, and then one node's are read from its attribute (no table of every
+        shape of every graph a pass built); a bare .pb's are derived once per graph, when first asked.
         """
         if self._shapes is None and self.records_shapes:
             shapes = self.recorded_shapes(name) or []
             return shapes[port] if port < len(shapes) else None
-        return self.ensure_shapes().get((name, port))
+        return (self._shapes if self._shapes is not None else self._static_shapes).get((name, port))
 
-    def ensure_shapes(self) -> dict[tuple[str, int], tuple[int | None, ...] | None]:
-        """Every output's shape, computed now: a worker calls this so the GUI thread never waits on TF."""
+    def known_shapes(self) -> dict[tuple[str, int], tuple[int | None, ...] | None] | None:
+        """Every output's shape when known without further work (recorded or adopted), else None (see
+        core.formats.tfshapes.ensure_shapes, which asks TensorFlow)."""
         if self._shapes is None:
             self._shapes = self._shapes_from_attrs()
-            if self._shapes is None:
-                from core.formats.tfshapes import infer_tensors
-
-                self._shapes = {k: shape for k, (_, shape) in infer_tensors(self).items()}
         return self._shapes
+
+    @cached_property
+    def _static_shapes(self) -> dict[tuple[str, int], tuple[int | None, ...] | None]:
+        return infer_static_shapes(self)
 
     def recorded_shapes(self, name: str) -> list[tuple[int | None, ...] | None] | None:
         """A node's output shapes as its `_output_shapes` records them; None when it records none
@@ -408,7 +412,7 @@ class Graph:
 
     @property
     def shapes_ready(self) -> bool:
-        """True once output shapes are known without further work (see ensure_shapes)."""
+        """True once every output shape is known without further work (see known_shapes)."""
         return self._shapes is not None or self.records_shapes
 
     @cached_property

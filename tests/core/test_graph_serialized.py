@@ -11,8 +11,8 @@ from google.protobuf.message import DecodeError
 from core.errors import FuseLensError
 from core.formats.loaders import load_model
 from core.graph import WRITTEN_NODE_BYTES, Graph, SerializedGraphDef, proto
-from core.graph.wire import NodeRecords, record_head
 from core.graph.nodes import make_const, make_node
+from core.graph.wire import NodeRecords, record_head
 from tests.core.test_graph import indexes, small_graph, stored
 
 
