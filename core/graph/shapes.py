@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from core.graph.queries import Graph
 
 Shape = tuple[int | None, ...] | None
-ShapeFunction = Callable[["Graph", proto.NodeDef, list[Shape]], list[Shape]]
+ShapeFunction = Callable[["Known", proto.NodeDef, list[Shape]], list[Shape]]
 
 SAME_AS_INPUT = frozenset({
     "Identity", "Snapshot", "StopGradient", "PreventGradient", "CheckNumerics", "Relu", "Relu6", "Elu", "Selu",
@@ -43,18 +43,81 @@ BATCH_NORMS = frozenset({"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3
 
 def infer_static_shapes(graph: Graph) -> dict[tuple[str, int], Shape]:
     """(node, port) -> shape for every output the table can tell, recorded `_output_shapes` first."""
-    shapes: dict[tuple[str, int], Shape] = {}
+    known = Known(graph)
     for name in graph.topological_order():
         node = graph.node(name)
         recorded = graph.recorded_shapes(name)
         if recorded is None:
-            inputs = [shapes.get((ref.node, ref.port)) for ref in graph.inputs(name)]
+            inputs = [known.shapes.get((ref.node, ref.port)) for ref in graph.inputs(name)]
             function = _FUNCTIONS.get(node.op)
-            recorded = function(graph, node, inputs) if function is not None else []
+            recorded = function(known, node, inputs) if function is not None else []
         for port, shape in enumerate(recorded):
             if shape is not None:
-                shapes[(name, port)] = shape
-    return shapes
+                known.shapes[(name, port)] = shape
+        known.track_value(node)
+    return known.shapes
+
+
+class Known:
+    """What is known so far: output shapes, and the values of the small int vectors a shape is computed from
+    (`Shape` -> `StridedSlice` -> `Pack` -> `Reshape`, as Keras writes a reshape of a batch of any size),
+    with None for an element not known statically (the batch size)."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.shapes: dict[tuple[str, int], Shape] = {}
+        self.values: dict[tuple[str, int], tuple[int | None, ...] | int | None] = {}
+
+    def ints(self, node: proto.NodeDef, slot: int) -> list[int] | None:
+        """Input `slot` as ints when every element is known, else None."""
+        value = self.partial(node, slot)
+        return None if value is None or None in value else value  # type: ignore[return-value]
+
+    def partial(self, node: proto.NodeDef, slot: int) -> list[int | None] | None:
+        """Input `slot` as a flat list of ints, None for an element not known; None when nothing is."""
+        inputs = self.graph.inputs(node.name)
+        if slot >= len(inputs):
+            return None
+        value = self.graph.const_value(inputs[slot].node) if inputs[slot].port == 0 else None
+        if value is not None:
+            return [int(v) for v in np.asarray(value).reshape(-1)] if value.dtype.kind in "iu" else None
+        tracked = self.values.get((inputs[slot].node, inputs[slot].port), _UNKNOWN)
+        if tracked is _UNKNOWN:
+            return None
+        return [tracked] if not isinstance(tracked, tuple) else list(tracked)  # type: ignore[list-item]
+
+    def track_value(self, node: proto.NodeDef) -> None:
+        """The value of a Shape, Pack, StridedSlice of one or Identity of one, when it is an int vector or scalar."""
+        key = (node.name, 0)
+        if node.op == "Shape" and (shape := self.shapes.get((self.graph.inputs(node.name)[0].node,
+                                                                self.graph.inputs(node.name)[0].port))) is not None:
+            self.values[key] = shape
+        elif node.op == "Identity" and (value := self.partial(node, 0)) is not None:
+            self.values[key] = tuple(value) if self.shapes.get(key) != () else value[0]
+        elif node.op == "Pack" and self.shapes.get(key) is not None and len(self.shapes[key]) == 1:  # type: ignore[arg-type]
+            parts = [self.partial(node, slot) for slot in range(len(self.graph.inputs(node.name)))]
+            self.values[key] = tuple(part[0] if part is not None and len(part) == 1 else None for part in parts)
+        elif node.op == "StridedSlice":
+            value = self._sliced(node)
+            if value is not _UNKNOWN:
+                self.values[key] = value  # type: ignore[assignment]
+
+    def _sliced(self, node: proto.NodeDef) -> object:
+        """A 1-D slice of a tracked vector with constant bounds (one axis), or _UNKNOWN."""
+        vector = self.partial(node, 0)
+        begin, end, strides = (self.ints(node, slot) for slot in (1, 2, 3))
+        if vector is None or begin is None or end is None or strides is None or len(begin) != 1:
+            return _UNKNOWN
+        if any(node.attr[mask].i for mask in ("ellipsis_mask", "new_axis_mask")):
+            return _UNKNOWN
+        if node.attr["shrink_axis_mask"].i & 1:
+            return vector[begin[0]] if -len(vector) <= begin[0] < len(vector) else _UNKNOWN
+        start = None if node.attr["begin_mask"].i & 1 else begin[0]
+        stop = None if node.attr["end_mask"].i & 1 else end[0]
+        return tuple(vector[start:stop:strides[0]])
+
+
+_UNKNOWN = object()
 
 
 def broadcast(a: Shape, b: Shape) -> Shape:
@@ -76,15 +139,6 @@ def broadcast(a: Shape, b: Shape) -> Shape:
     return tuple(out)
 
 
-def _const_ints(graph: Graph, node: proto.NodeDef, slot: int) -> list[int] | None:
-    """Input `slot` as a list of ints when it is a constant (through Identity), else None."""
-    if slot >= len(graph.inputs(node.name)):
-        return None
-    source = graph.const_source(graph.inputs(node.name)[slot].node)
-    value = graph.const_value(source) if source is not None else None
-    return None if value is None else [int(v) for v in np.asarray(value).reshape(-1)]
-
-
 def _attr_ints(node: proto.NodeDef, key: str) -> list[int]:
     return list(node.attr[key].list.i) if key in node.attr else []
 
@@ -93,25 +147,25 @@ def _string(node: proto.NodeDef, key: str, default: str) -> str:
     return node.attr[key].s.decode() if key in node.attr and node.attr[key].s else default
 
 
-def _placeholder(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+def _placeholder(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
     if "shape" not in node.attr:
         return [inputs[0] if inputs else None]
     return [proto.shape_tuple(node.attr["shape"].shape)]
 
 
-def _const(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+def _const(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
     return [proto.shape_tuple(node.attr["value"].tensor.tensor_shape)]
 
 
-def _same(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+def _same(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
     return [inputs[0] if inputs else None]
 
 
-def _identity_n(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+def _identity_n(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
     return list(inputs)
 
 
-def _broadcasting(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+def _broadcasting(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
     data = inputs[1:] if node.op == "SelectV2" else inputs[:2]
     shape = data[0] if data else None
     for other in data[1:]:
@@ -121,7 +175,7 @@ def _broadcasting(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> lis
     return [shape]
 
 
-def _add_n(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+def _add_n(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
     known = [shape for shape in inputs if shape is not None]
     return [known[0] if known and all(shape == known[0] for shape in known) else None]
 
@@ -154,7 +208,7 @@ def _spatial(node: proto.NodeDef, x: tuple[int | None, ...], kernel: Sequence[in
     return (x[0], channels, *dims) if nchw else (x[0], *dims, channels)
 
 
-def _conv2d(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+def _conv2d(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
     x, kernel = inputs[0], inputs[1]
     if x is None or len(x) != 4 or kernel is None or len(kernel) != 4:
         return [None]
@@ -165,7 +219,7 @@ def _conv2d(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shap
     return [_spatial(node, x, kernel[:2], channels)]
 
 
-def _pool(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+def _pool(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
     x = inputs[0]
     if x is None or len(x) != 4:
         return [None]
@@ -175,7 +229,7 @@ def _pool(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]
     return [_spatial(node, x, kernel, x[1] if nchw else x[3])]
 
 
-def _batch_norm(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+def _batch_norm(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
     x = inputs[0]
     channel: Shape = None
     if x is not None and len(x) == 4:
@@ -184,9 +238,9 @@ def _batch_norm(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[
     return [x, *statistics, None] if node.op == "FusedBatchNormV3" else [x, *statistics]
 
 
-def _reduction(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+def _reduction(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
     x = inputs[0]
-    axes = _const_ints(graph, node, 1)
+    axes = known.ints(node, 1)
     keep = node.attr["keep_dims"].b if "keep_dims" in node.attr else False
     if x is None or axes is None:
         return [tuple([None] * len(x)) if keep and x is not None else None]
@@ -196,21 +250,41 @@ def _reduction(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[S
     return [tuple(d for i, d in enumerate(x) if i not in reduced)]
 
 
-def _reshape(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
-    target = _const_ints(graph, node, 1)
+def _reshape(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+    target = known.partial(node, 1)
     if target is None:
         size = inputs[1]
         return [tuple([None] * size[0]) if size is not None and len(size) == 1 and size[0] is not None else None]
     x = inputs[0]
     if -1 in target:
-        known = math.prod(d for d in target if d != -1)
+        rest = [d for d in target if d != -1]
         total = math.prod(x) if x is not None and None not in x else None  # type: ignore[arg-type]
-        fill = total // known if total is not None and known else None
+        fill = total // math.prod(rest) if total is not None and None not in rest and math.prod(rest) else None  # type: ignore[arg-type]
         return [tuple(fill if d == -1 else d for d in target)]
     return [tuple(target)]
 
 
-def _squeeze(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+def _strided_slice(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+    """Constant bounds without ellipsis or new axes: each sliced axis as Python slices it, shrunk ones gone."""
+    x = inputs[0]
+    begin, end, strides = (known.ints(node, slot) for slot in (1, 2, 3))
+    if x is None or begin is None or end is None or strides is None or len(begin) > len(x):
+        return [None]
+    if any(node.attr[mask].i for mask in ("ellipsis_mask", "new_axis_mask")):
+        return [None]
+    masks = {mask: node.attr[mask].i for mask in ("begin_mask", "end_mask", "shrink_axis_mask")}
+    out: list[int | None] = []
+    for axis, dim in enumerate(x):
+        if axis >= len(begin):
+            out.append(dim)
+        elif not masks["shrink_axis_mask"] >> axis & 1:
+            start = None if masks["begin_mask"] >> axis & 1 else begin[axis]
+            stop = None if masks["end_mask"] >> axis & 1 else end[axis]
+            out.append(None if dim is None else len(range(*slice(start, stop, strides[axis]).indices(dim))))
+    return [tuple(out)]
+
+
+def _squeeze(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
     x = inputs[0]
     if x is None:
         return [None]
@@ -222,15 +296,15 @@ def _squeeze(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Sha
     return [tuple(d for i, d in enumerate(x) if i not in axes)]
 
 
-def _expand_dims(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
-    x, axis = inputs[0], _const_ints(graph, node, 1)
+def _expand_dims(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+    x, axis = inputs[0], known.ints(node, 1)
     if x is None or not axis:
         return [None]
     at = axis[0] % (len(x) + 1)
     return [(*x[:at], 1, *x[at:])]
 
 
-def _matmul(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+def _matmul(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
     a, b = inputs[0], inputs[1]
     if a is None or b is None or len(a) < 2 or len(b) < 2:
         return [None]
@@ -246,16 +320,16 @@ def _matmul(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shap
     return [None if batch is None else (*batch, rows, cols)]
 
 
-def _pad(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
-    x, paddings = inputs[0], _const_ints(graph, node, 1)
+def _pad(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+    x, paddings = inputs[0], known.ints(node, 1)
     if x is None or paddings is None or len(paddings) != 2 * len(x):
         return [None if x is None else tuple([None] * len(x))]
     return [tuple(None if d is None else d + paddings[2 * i] + paddings[2 * i + 1] for i, d in enumerate(x))]
 
 
-def _concat(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+def _concat(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
     count = node.attr["N"].i
-    axis, parts = _const_ints(graph, node, count), inputs[:count]
+    axis, parts = known.ints(node, count), inputs[:count]
     if axis is None or any(part is None for part in parts) or len({len(p) for p in parts}) != 1:  # type: ignore[arg-type]
         return [None]
     at = axis[0] % len(parts[0])  # type: ignore[arg-type]
@@ -268,22 +342,22 @@ def _concat(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shap
     return [tuple(out)]
 
 
-def _transpose(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
-    x, perm = inputs[0], _const_ints(graph, node, 1)
+def _transpose(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+    x, perm = inputs[0], known.ints(node, 1)
     if x is None or perm is None or len(perm) != len(x):
         return [None if x is None else tuple([None] * len(x))]
     return [tuple(x[p] for p in perm)]
 
 
-def _shape_of(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+def _shape_of(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
     return [None if inputs[0] is None else (len(inputs[0]),)]
 
 
-def _scalar(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+def _scalar(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
     return [()]
 
 
-def _pack(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+def _pack(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
     first = inputs[0] if inputs else None
     if first is None:
         return [None]
@@ -291,11 +365,11 @@ def _pack(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]
     return [(*first[:at], len(inputs), *first[at:])]
 
 
-def _split(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+def _split(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
     """Split (axis, value) into num_split equal parts; SplitV (value, sizes, axis) into the given sizes."""
     count = node.attr["num_split"].i
-    x, axis = (inputs[1], _const_ints(graph, node, 0)) if node.op == "Split" else (inputs[0], _const_ints(graph, node, 2))
-    sizes = [None] * count if node.op == "Split" else _const_ints(graph, node, 1)
+    x, axis = (inputs[1], known.ints(node, 0)) if node.op == "Split" else (inputs[0], known.ints(node, 2))
+    sizes = [None] * count if node.op == "Split" else known.ints(node, 1)
     if x is None or axis is None or sizes is None or len(sizes) != count:
         return [None] * count
     at = axis[0] % len(x)
@@ -307,7 +381,7 @@ def _split(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape
     return [(*x[:at], size, *x[at + 1:]) for size in sizes]
 
 
-def _unpack(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+def _unpack(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
     x, count = inputs[0], node.attr["num"].i
     if x is None:
         return [None] * count
@@ -315,8 +389,8 @@ def _unpack(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shap
     return [(*x[:at], *x[at + 1:])] * count
 
 
-def _tile(graph: Graph, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
-    x, multiples = inputs[0], _const_ints(graph, node, 1)
+def _tile(known: Known, node: proto.NodeDef, inputs: list[Shape]) -> list[Shape]:
+    x, multiples = inputs[0], known.ints(node, 1)
     if x is None or multiples is None or len(multiples) != len(x):
         return [None if x is None else tuple([None] * len(x))]
     return [tuple(None if d is None else d * m for d, m in zip(x, multiples))]
@@ -343,6 +417,7 @@ _FUNCTIONS: dict[str, ShapeFunction] = {
     "Shape": _shape_of,
     **dict.fromkeys(("Rank", "Size"), _scalar),
     "Pack": _pack,
+    "StridedSlice": _strided_slice,
     "Unpack": _unpack,
     **dict.fromkeys(("Split", "SplitV"), _split),
     "Tile": _tile,
