@@ -51,7 +51,7 @@ def tensor_shape(graph: Graph, name: str, port: int) -> tuple[int | None, ...] |
     """The output's shape if the graph knows it without work (recorded on every node, or inferred already).
 
     Never triggers TensorFlow's shape inference itself (that imports TensorFlow): the window's
-    fusion worker, which has TensorFlow loaded anyway, fills it in with `Graph.ensure_shapes()`.
+    fusion worker, which has TensorFlow loaded anyway, fills it in with `core.formats.tfshapes.ensure_shapes()`.
     """
     if graph.records_shapes or graph.shapes_ready:
         return graph.output_shape(name, port)
