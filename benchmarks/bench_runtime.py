@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from core.loaders import load_model  # noqa: E402
+from core.formats.loaders import load_model  # noqa: E402
 from core.runtime import RunRequest, run  # noqa: E402
 from core.runtime.lowering import LOWERING_ENV  # noqa: E402
 from passes.config import PassConfig  # noqa: E402

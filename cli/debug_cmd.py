@@ -10,9 +10,9 @@ from pathlib import Path
 from cli import flag_string, print_json
 from cli.pass_args import add_pass_selection_args
 from cli.run_cmd import _add_input_args, _progress_printer, input_shapes
+from core.devices.backends import BACKENDS
 from core.errors import FuseLensError
-from core.loaders import load_model
-from core.runtime.backends import BACKENDS
+from core.formats.loaders import load_model
 
 
 def register(sub: argparse._SubParsersAction) -> None:

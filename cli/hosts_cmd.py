@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from cli import print_json
+from core.ascend.remote import ADAPTERS, RemoteError, transport_for
 from core.errors import FuseLensError
-from core.runtime.remote import ADAPTERS, RemoteError, transport_for
 from session.remote_run import (
     HostStore,
     RunHistory,

@@ -12,11 +12,11 @@ from typing import Any
 
 from cli import print_json
 from cli.pass_args import add_pass_selection_args
+from core.ascend.ge.diff import diff_graphs, format_diff
+from core.ascend.ge.fusion_result import FusionResult, LedgerRow, read_fusion_result
+from core.ascend.ge.open import open_graph
+from core.ascend.ge.stages import scan_dump_folder
 from core.errors import FuseLensError
-from core.ge.diff import diff_graphs, format_diff
-from core.ge.fusion_result import FusionResult, LedgerRow, read_fusion_result
-from core.ge.open import open_graph
-from core.ge.stages import scan_dump_folder
 
 
 def register(sub: argparse._SubParsersAction) -> None:

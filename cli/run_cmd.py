@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 from cli import print_json
 from cli.npu_cmd import add_check_args, check_report
 from cli.pass_args import add_pass_selection_args
+from core.ascend.npu_script import MODES
+from core.devices.backends import BACKENDS
 from core.errors import FuseLensError
-from core.io import check_output_path, write_json_atomic
-from core.loaders import LoadedModel, load_model
-from core.runtime.backends import BACKENDS
-from core.runtime.npu_script import MODES
+from core.formats.io import check_output_path, write_json_atomic
+from core.formats.loaders import LoadedModel, load_model
 from core.runtime.run_view import parse_input_shapes
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ def run_run(args: argparse.Namespace) -> int:
 def run_import_profile(args: argparse.Namespace) -> int:
     """The window's import: one profile lands on the graph (original or fused) its kernel names fit; with a
     model, the profile and whatever else came back (fusion_result.json, dumps) are set against the prediction."""
-    from core.runtime.profile_import import import_run_file
+    from core.ascend.profile_import import import_run_file
     from session.npu_check import format_check
 
     if not args.model:

@@ -38,8 +38,8 @@ from PySide6.QtWidgets import (
 )
 
 from core.errors import FuseLensError
+from core.formats.io import write_json_atomic
 from core.graph import Graph
-from core.io import write_json_atomic
 from core.runtime.run_view import parse_input_shapes
 from gui.actions import make_action
 from gui.dialogs import guarded, save_dialog, show_error

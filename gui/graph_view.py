@@ -39,10 +39,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.graph.opclass import BORDER, PALETTE
 from core.layout import Layout, LayoutEdge, LayoutNode
 from core.layout.change import LayoutChange, edge_key, layout_change
 from core.layout.expand import FRAME_HEADER
-from core.opclass import BORDER, PALETTE
 from gui.workers import run_in_slices
 
 # Diff colours (fill, border): removed red, new fused green, modified weights amber.

@@ -23,9 +23,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.formats.loaders import LoadedModel
 from core.layout import SCOPE_PREFIX, Layout, LayoutCache, default_cache
 from core.layout.overview import drawn_name, expand_scope, hidden_in
-from core.loaders import LoadedModel
 from gui.chrome import build_chrome
 from gui.debug_tools import install_debug_tools
 from gui.dialogs import MODEL_FILTER, RecentFiles, SamplesDialog, save_dialog, show_error

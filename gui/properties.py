@@ -12,11 +12,10 @@ from collections.abc import Iterable
 import numpy as np
 from PySide6.QtWidgets import QDialog, QTextBrowser, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
-from core import proto
-from core.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR
-from core.graph import Graph
+from core.graph import Graph, proto
+from core.graph.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR
+from core.graph.provenance import Provenance
 from core.layout import format_shape, tensor_shape
-from core.provenance import Provenance
 from gui.selection import Selection
 from passes.base import Match, NearMiss
 from passes.explain_render import explanation_html

@@ -37,10 +37,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.ascend.profile_import import import_run_file
+from core.ascend.remote import ADAPTERS, Check, Host, progress_of, transport_for
 from core.errors import Cancelled, FuseLensError
 from core.runtime import RunResult
-from core.runtime.profile_import import import_run_file
-from core.runtime.remote import ADAPTERS, Check, Host, progress_of, transport_for
 from gui.dialogs import show_error
 from gui.run_history import RunHistoryDialog
 from session.npu_check import check_npu_result

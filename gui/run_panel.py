@@ -35,16 +35,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.ascend.npu_bundle import BundleReport
+from core.ascend.npu_script import MODES
+from core.ascend.profile_import import import_run_file
+from core.devices.backends import BackendStatus
 from core.errors import Cancelled, FuseLensError
+from core.formats.samples import SAMPLES
 from core.runtime import Progress, RunHandle, RunRequest, RunResult, start_run
 from core.runtime.backend_probe import probe_backends
-from core.runtime.backends import BackendStatus
-from core.runtime.npu_bundle import BundleReport
-from core.runtime.npu_script import MODES
-from core.runtime.profile_import import import_run_file
 from core.runtime.run_view import open_inputs, parse_input_shapes
 from core.runtime.trace import write_chrome_trace, write_kernel_csv
-from core.samples import SAMPLES
 from gui.actions import make_action
 from gui.charts import KernelCharts, SummaryCards, Timeline
 from gui.dialogs import save_dialog, show_error

@@ -27,10 +27,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.ge.diff import GraphDiff, diff_graphs
-from core.ge.stages import DumpFolder, Stage, scan_dump_folder
+from core.ascend.ge.diff import GraphDiff, diff_graphs
+from core.ascend.ge.stages import DumpFolder, Stage, scan_dump_folder
+from core.formats.loaders import LoadedModel
 from core.graph import Graph
-from core.loaders import LoadedModel
 from gui.dialogs import show_error
 from gui.selection import SelectionModel
 from gui.workers import WorkerPool

@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import Cancelled, FuseLensError
+from core.formats.io import write_bytes_atomic
 from core.graph import Graph
-from core.io import write_bytes_atomic
-from core.runtime.compare import TOLERANCES
-from core.runtime.result import RunResult
+from core.measure.compare import TOLERANCES
+from core.measure.result import RunResult
 from core.runtime.runner import RunnerProcess, RunRequest, start_run
 from passes.base import Match
 from passes.config import AUTOFUSE_PASS_ID, PassConfig

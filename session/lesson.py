@@ -15,13 +15,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.formats.io import write_bytes_atomic
 from core.graph import Graph
-from core.io import write_bytes_atomic
+from core.graph.provenance import Provenance
 from core.layout import Layout, dot_source, layered_positions, visible_graph
 from core.layout.dot import run_dot
 from core.layout.plain import apply_plain
 from core.layout.svg import layout_svg
-from core.provenance import Provenance
 from passes.base import Match
 from passes.explain_render import explanation_html, explanation_markdown, human_bytes
 from passes.registry import PipelineResult

@@ -22,15 +22,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from core.ascend.ge.fusion_result import FusionResult, LedgerRow, read_fusion_result
+from core.ascend.ge.provenance import ToolchainProvenance, provenance_table
+from core.ascend.ge.stages import DumpFolder, Stage, scan_dump_folder
 from core.errors import FuseLensError
-from core.ge.fusion_result import FusionResult, LedgerRow, read_fusion_result
-from core.ge.provenance import ToolchainProvenance, provenance_table
-from core.ge.stages import DumpFolder, Stage, scan_dump_folder
 from core.graph import Graph
-from core.provenance import Provenance
-from core.runtime.msprof import FusionOpRecord, find_profile_files, read_fusion_op
-from core.runtime.profile import NodeMapper
-from core.runtime.result import GraphRun, KernelStat, RunResult
+from core.graph.provenance import Provenance
+from core.measure.msprof import FusionOpRecord, find_profile_files, read_fusion_op
+from core.measure.profile import NodeMapper
+from core.measure.result import GraphRun, KernelStat, RunResult
 from passes.ledger import compare_with_toolchain
 from passes.registry import PipelineResult, run_pipeline
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping
 
+from core.graph.opclass import BORDER, PALETTE
 from core.layout.model import Layout, LayoutEdge
-from core.opclass import BORDER, PALETTE
 
 STATUS_OUTLINE = {"removed": "#c5221f", "new": "#188038", "modified": "#e37400"}
 MARGIN = 12.0

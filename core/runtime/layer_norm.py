@@ -30,9 +30,8 @@ from typing import Protocol
 
 import numpy as np
 
-from core import proto
-from core.graph import FORWARDING_OPS, Graph, TensorRef
-from core.nodes import make_node
+from core.graph import FORWARDING_OPS, Graph, TensorRef, proto
+from core.graph.nodes import make_node
 
 ONEDNN_OP = "_MklLayerNorm"
 ADD_OPS = frozenset({"Add", "AddV2"})

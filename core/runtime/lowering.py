@@ -27,9 +27,8 @@ from collections.abc import Collection, Mapping
 
 import numpy as np
 
-from core import proto
-from core.graph import FORWARDING_OPS, Graph, TensorRef
-from core.nodes import make_node
+from core.graph import FORWARDING_OPS, Graph, TensorRef, proto
+from core.graph.nodes import make_node
 from core.runtime import layer_norm
 
 # "off": every XLA fused node stays an XLA kernel on CPU too (benchmarks/bench_runtime.py measures both).

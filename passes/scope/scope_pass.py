@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from core.graph import Graph, GraphEditor, TensorRef
-from core.provenance import Rewrite
+from core.graph.provenance import Rewrite
 from passes.base import Culprit, FusionPass, Match, NearMiss, Reason
 from passes.fused import fuse_subgraph
 from passes.scope.features import NodeOpTypeFeature, ScopeContext, ScopeFeature, ScopePattern

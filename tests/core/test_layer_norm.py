@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core import proto
-from core.graph import Graph
+from core.graph import Graph, proto
 from core.runtime import layer_norm
 from core.tfimport import import_tensorflow
 
@@ -60,7 +59,7 @@ def case() -> tuple[Graph, np.ndarray]:
 
 def test_tensorflows_own_layer_norm_ignores_the_graphs_epsilon(case):
     """The defect this module works around: if this fails, TensorFlow fixed it and the rebuild can go."""
-    from core.runtime import backends
+    from core.devices import backends
 
     graph, x = case
     assert backends.onednn_fuses_layer_norms()

@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core import proto
-from core.execute import random_feeds, run_graph
-from core.graph import Graph
+from core.formats.execute import random_feeds, run_graph
+from core.graph import Graph, proto
+from core.measure.profile import NodeMapper
 from core.runtime import layer_norm
 from core.runtime.lowering import EPILOGUE, FUNCTION_CALL, LAYER_NORM, XLA_KERNEL, execution_plan, lower
-from core.runtime.profile import NodeMapper
 from core.tfimport import import_tensorflow
 from passes.registry import run_pipeline
 from tests.core.test_layer_norm import keras2_layer_norm_graph

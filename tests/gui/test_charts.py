@@ -9,8 +9,8 @@ import json
 import pytest
 from PySide6.QtCore import QPointF, Qt
 
-from core.loaders import load_model
-from core.opclass import PALETTE
+from core.formats.loaders import load_model
+from core.graph.opclass import PALETTE
 from core.runtime import RunRequest, RunResult, run
 from passes.registry import run_pipeline
 from tests.gui.helpers import open_and_wait

@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 import pytest
 from PySide6.QtCore import QPoint, Qt
 
+from core.formats.loaders import load_model
 from core.layout import SCOPE_PREFIX
-from core.loaders import load_model
 from tests.gui.helpers import ToyDropActivation, open_and_wait, wait_idle
 
 SAMPLE = "keras_bn_small_ops"  # 4 Relu after small-op BNs: 4 toy matches; scopes bn_default/batchnorm, ...
@@ -285,7 +285,7 @@ def test_dropping_a_model_file_opens_it(qtbot, toy_window, tmp_path):
 
 
 def test_a_bare_pb_gets_its_edge_shapes_once_fusion_has_inferred_them(qtbot, window, tmp_path):
-    from core import proto
+    from core.graph import proto
     from tests.gui.helpers import WAIT_MS
 
     bare = proto.GraphDef()

@@ -13,9 +13,9 @@ from PySide6.QtCore import QPoint, QPointF, Qt, QTimer
 from PySide6.QtGui import QContextMenuEvent, QImage, QWheelEvent
 from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QMenu
 
+from core.formats.loaders import load_model
+from core.formats.samples import SAMPLES
 from core.layout import SCOPE_PREFIX, LayoutCache
-from core.loaders import load_model
-from core.samples import SAMPLES
 from gui.dialogs import SamplesDialog
 from gui.graph_view import LABEL_LOD
 from tests.gui.helpers import close_window, make_window, open_and_wait, wait_idle

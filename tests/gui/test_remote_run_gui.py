@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from core.runtime.remote import LOCAL, Host, transport_for
+from core.ascend.remote import LOCAL, Host, transport_for
 from gui.remote_run import REMOTE
 from session.npu_check import AGREED
 from session.remote_run import HostStore, RunHistory, new_record

@@ -10,7 +10,7 @@ import os
 import pytest
 from PySide6.QtCore import Qt
 
-from core.runtime.backends import BackendStatus
+from core.devices.backends import BackendStatus
 from gui.run_panel import BACKEND_PROBE, DOCK_TITLE
 from tests.core.test_run_view import write_op_summary
 from tests.gui.helpers import open_and_wait
@@ -144,7 +144,7 @@ def test_a_bad_profile_is_an_error_not_a_crash(qtbot, panel, tmp_path, dialogs):
 def test_npu_bundle_export_is_written_by_the_tensorflow_helper(qtbot, panel, tmp_path, monkeypatch):
     """The same bundle as `fuselens export-npu-script`; its graphs are stripped with TensorFlow, so the
     window's helper writes it (doing it in this process would fail here), in a worker: the call returns at once."""
-    from core.runtime import npu_bundle
+    from core.ascend import npu_bundle
 
     def not_here(*args, **kwargs):
         raise AssertionError("the window's own process stripped a graph with TensorFlow")

@@ -16,12 +16,11 @@ import numpy as np
 import pytest
 
 from cli import main as cli_main
-from core import proto
-from core.execute import random_feeds, run_graph
-from core.graph import Graph
-from core.loaders import load_model
-from core.nodes import make_const, make_node
-from core.runtime.compare import pair_outputs
+from core.formats.execute import random_feeds, run_graph
+from core.formats.loaders import load_model
+from core.graph import Graph, proto
+from core.graph.nodes import make_const, make_node
+from core.measure.compare import pair_outputs
 from core.runtime.lowering import LAYER_NORM
 from passes.config import PassConfig
 from passes.registry import catalog, run_pipeline
