@@ -42,7 +42,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
 )
 
-from core.samples import SAMPLES, sample_path
+from core.formats.samples import SAMPLES, sample_path
 
 # Actions a chaos run never takes: they end the application or wait on the user's desktop.
 SKIPPED_ACTIONS = frozenset({"Quit"})
