@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from cli import flag_string
+from cli.common import flag_string
 
 
 def add_pass_selection_args(parser: argparse.ArgumentParser) -> None:

@@ -35,8 +35,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.errors import Cancelled, FuseLensError
-from core.runtime import Progress, RunHandle, RunRequest, RunResult, start_run
+from core.errors import FuseLensError
+from core.graph import Graph
+from core.runtime import Progress, RunHandle, RunRequest, RunResult
 from core.runtime.backend_probe import probe_backends
 from core.runtime.backends import BackendStatus
 from core.runtime.npu_bundle import BundleReport
@@ -51,16 +52,19 @@ from gui.dialogs import save_dialog, show_error
 from gui.graph_view import GraphView
 from gui.heat import HeatLegend, HeatOverlay
 from gui.kernel_table import KernelTable
+from gui.predicted_rows import CheckRow
 from gui.predicted_view import PredictedView
 from gui.selection import Selection, SelectionModel
 from gui.workers import Task, Worker, WorkerPool
 from session import FusionJob, Session
-from session.layerwise import LayerwiseReport, build_report, plan_layers
-from session.npu_check import CheckRow, check_npu_result
+from session.layerwise import LayerwiseReport
+from session.npu_check import CheckReport, check_npu_result
+from session.run_workflow import RunOutcome, RunSettings, run_both, run_request
 
 if TYPE_CHECKING:
     from gui.main_window import MainWindow
     from gui.remote_run import RemoteRuns
+    from passes.config import PassConfig
     from passes.registry import PipelineResult
 
 HelperFuse = Callable[[FusionJob, Callable[[str], None], Callable[[], bool]], "PipelineResult"]
@@ -261,16 +265,16 @@ class RunPanel(QWidget):
     def running(self) -> bool:
         return self._running
 
+    def settings(self) -> RunSettings:
+        """The run the fields describe (bad input shapes raise FuseLensError)."""
+        return RunSettings(backend=self.backend.currentData(), steps=self.steps.value(), warmup=self.warmup.value(),
+                           input_shapes=parse_input_shapes(self.shapes.text()), timeout=self.timeout_s)
+
     def build_request(self) -> RunRequest:
         model, pipeline = self.session.model, self.session.pipeline
         if model is None or pipeline is None:
             raise FuseLensError("open a model first (and let the passes run): there is nothing to run yet")
-        backend = self.backend.currentData()
-        return RunRequest(
-            original=model.graph, fused=pipeline.fused, model=model.name,
-            config=pipeline.config, backend=backend, steps=self.steps.value(),
-            warmup=self.warmup.value(), input_shapes=parse_input_shapes(self.shapes.text()), timeout=self.timeout_s,
-            original_to_final=pipeline.provenance.original_to_final() if pipeline.provenance else None)
+        return run_request(model.graph, pipeline, model.name, self.settings())
 
     def start_run(self) -> None:
         """Compile and run both graphs; a problem shows as an error message, the window stays."""
@@ -291,29 +295,15 @@ class RunPanel(QWidget):
             self.fail("a layerwise compare needs the TensorFlow helper, which this panel was not given")
             return
 
-        def task(progress: Callable[[str], None], cancelled: Callable[[], bool]
-                 ) -> tuple[RunResult, LayerwiseReport | None]:
-            plan = None
-            if layered:
-                progress("layerwise: fusing up to each pass")
-                plan = plan_layers(pipeline, lambda graph, config: self.fuse(FusionJob(0, graph, config), progress,
-                                                                            cancelled), cancelled=cancelled)
-                if cancelled():
-                    raise Cancelled()
-                request.layers = plan.probes()
-            self.handle = handle = start_run(request, self.run_progress.emit)
-            while True:
-                if cancelled():
-                    handle.cancel()
-                try:
-                    result = handle.result(timeout=0.1)
-                    return result, build_report(plan, handle.layers) if plan is not None else None
-                except TimeoutError:
-                    continue
-                except FuseLensError:
-                    if cancelled():
-                        raise Cancelled() from None
-                    raise
+        def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> RunOutcome:
+            def fuse(graph: Graph, config: PassConfig) -> PipelineResult:
+                return self.fuse(FusionJob(0, graph, config), progress, cancelled)
+
+            def started(handle: RunHandle) -> None:
+                self.handle = handle
+
+            return run_both(request, pipeline, layerwise=fuse if layered else None, on_progress=self.run_progress.emit,
+                            on_stage=progress, on_started=started, cancelled=cancelled)
 
         self.progress_label.setText(f"starting ({request.backend})…")
         self.launch("the run", task, self._on_finished)
@@ -349,8 +339,8 @@ class RunPanel(QWidget):
         self.progress_label.setText(str(progress))
         self.status.showMessage(f"Run: {progress}")
 
-    def _on_finished(self, outcome: tuple[RunResult, LayerwiseReport | None]) -> None:
-        result, report = outcome
+    def _on_finished(self, outcome: RunOutcome) -> None:
+        result, report = outcome.result, outcome.layerwise
         self.set_running(False)
         self.progress_label.setText(f"done in {result.seconds:.1f} s")
         self.status.showMessage(f"Run finished in {result.seconds:.1f} s", 10000)
@@ -390,7 +380,7 @@ class RunPanel(QWidget):
             action.setEnabled(result is not None)
         self.result_shown.emit(result)
 
-    def show_check(self, report: dict[str, Any] | None, note: str = "") -> None:
+    def show_check(self, report: CheckReport | None, note: str = "") -> None:
         """The predicted-vs-actual tab of an NPU run (session/npu_check.py's report), or no such tab."""
         self.check_view.set_report(report, note)
         self.tabs.setTabVisible(self.tabs.indexOf(self.check_view), report is not None)
@@ -446,7 +436,7 @@ class RunPanel(QWidget):
                            on_finished=lambda outcome: self._on_imported(*outcome, note=note),
                            on_error=self._import_failed)
 
-    def _on_imported(self, result: RunResult, report: dict[str, Any] | None, note: str = "") -> None:
+    def _on_imported(self, result: RunResult, report: CheckReport | None, note: str = "") -> None:
         self.show_result(result)
         self.show_check(report, note)
         mapped = sum(k.node is not None for run in result.graphs.values() for k in run.kernels)
