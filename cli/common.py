@@ -1,7 +1,7 @@
 """What several commands share: JSON output, flag-string options, input shapes, fusing the model under
 the command line's pass selection, and reading an imported profile against the prediction.
 
-Every command module imports this one and no other command module (a command never calls another
+Every command module imports this one (and cli/pass_args.py) and no other command module (a command never calls another
 through the argparse parser), so `fuselens fuse` pays only for its own imports: the heavy ones are
 inside the functions that need them.
 """
@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from cli.pass_args import add_pass_selection_args, flag_string
 from core.errors import FuseLensError
 
 if TYPE_CHECKING:
@@ -30,13 +31,6 @@ if TYPE_CHECKING:
 def print_json(data: Any) -> None:
     json.dump(data, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
-
-
-def flag_string(text: str) -> str:
-    """The argparse `type` of an option whose value is a flag string that itself starts with `--`
-    (`--autofuse-flags "--enable_autofuse=true"`): argparse would read that value as an option,
-    so `main` joins such an option with the word after it (`join_flag_values`)."""
-    return text
 
 
 def flag_string_options(parser: argparse.ArgumentParser) -> set[str]:
@@ -100,7 +94,6 @@ def input_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
 
 def pass_selection(text: str, what: str) -> PassConfig:
     """A pass selection written as the options of `fuse` ("--disable AutoFusePass --skip-match X")."""
-    from cli.pass_args import add_pass_selection_args
     from passes.config import PassConfig
 
     parser = argparse.ArgumentParser(prog=f"fuselens {what}", add_help=False, exit_on_error=False)

@@ -15,9 +15,9 @@ from core.layout.change import LayoutChange, layout_change
 from core.layout.drawn import collapsible_scopes, drawn_names
 from core.layout.expand import close_box, follow_collapsed, is_body_key, open_box, outermost
 from core.layout.overview import overview_scopes
-from core.opclass import CATEGORY_TITLES, PALETTE
+from core.opclass import CATEGORY_TITLES, DIFF_COLOURS, PALETTE
 from core.provenance import Provenance
-from gui.graph_view import DIFF_COLOURS, GraphView
+from gui.graph_view import GraphView
 from gui.workers import WorkerPool
 
 

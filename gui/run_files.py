@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction
@@ -21,9 +21,11 @@ from core.runtime.trace import write_chrome_trace, write_kernel_csv
 from core.samples import SAMPLES
 from gui.actions import make_action
 from gui.dialogs import save_dialog, show_error
-from gui.run_panel import RunPanel
 from session.npu_check import CheckReport, check_npu_result
 from session.tensorflow_helper import TensorFlowHelper
+
+if TYPE_CHECKING:
+    from gui.run_panel import RunPanel
 
 PROFILE_FILTER = "Profiles (op_summary_*.csv op_statistic_*.csv *.csv *.json);;All files (*)"
 

@@ -69,7 +69,7 @@ def run_both(request: RunRequest, pipeline: PipelineResult, *, layerwise: Fuse |
     if on_started:
         on_started(handle)
     try:
-        result = _wait(handle, cancelled)
+        result = wait_cancellable(handle, cancelled)
     except KeyboardInterrupt:
         handle.cancel()
         with contextlib.suppress(FuseLensError):  # "run cancelled", once the child is gone
@@ -78,7 +78,8 @@ def run_both(request: RunRequest, pipeline: PipelineResult, *, layerwise: Fuse |
     return RunOutcome(result, build_report(plan, handle.layers) if plan is not None else None)
 
 
-def _wait(handle: RunHandle, cancelled: Callable[[], bool]) -> RunResult:
+def wait_cancellable(handle: RunHandle, cancelled: Callable[[], bool]) -> RunResult:
+    """The run's result; `cancelled()` turning true kills the child, and the run ends as Cancelled."""
     while True:
         if cancelled():
             handle.cancel()

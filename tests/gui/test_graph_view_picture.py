@@ -10,8 +10,9 @@ from PySide6.QtGui import QColor, QHelpEvent
 from PySide6.QtWidgets import QApplication, QToolTip
 
 from core.layout import layout_graph
+from core.opclass import DIFF_COLOURS
 from gui import graph_view
-from gui.graph_view import DIFF_COLOURS, PICTURE_LOD, GraphView, NodeItem
+from gui.graph_view import PICTURE_LOD, GraphView, NodeItem
 from tests.gui.helpers import shown_view
 
 

@@ -1,6 +1,6 @@
-"""Predicted vs actual as the window's table (gui/predicted_rows.py's rows of session/npu_check's report), and AMCT's folds on an NPU bundle's
-fused side: AMCT folded them before GE, so FE having nothing left to fold is agreement, not a disagreement, and
-the toolchain's records there name the folded graph's nodes."""
+"""Predicted vs actual as the window's table (gui/predicted_rows.py's rows of session/npu_check's report), and
+AMCT's folds on an NPU bundle's fused side: AMCT folded them before GE, so FE having nothing left to fold is
+agreement, not a disagreement, and the toolchain's records there name the folded graph's nodes."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from core.runtime.profile_import import import_run_file
 from core.runtime.remote import missing_results
-from passes.registry import run_pipeline
 from gui.predicted_rows import AGREED, DIFFERENT, EXTRA, MISSING, check_rows
+from passes.registry import run_pipeline
 from session.npu_check import check_imported
 from tests.npu_artifacts import GE_ONLY_PASS, write_npu_run
 
