@@ -1,9 +1,10 @@
-"""The "Run & profile" dock: compile and run both graphs, show the results, import NPU profiles, export.
+"""The "Run & profile" dock: its fields, compile and run both graphs, show the results.
 
-A run goes through core.runtime (a child process that TensorFlow may crash without harming the
-window); the panel starts it from a worker of the window's pool, so the status bar's Cancel
-stops it too. Results (a run, or an imported op_summary / PROF_* folder / run file) fill the
-summary cards, the bar charts, the timeline, the kernel table and the heat overlay.
+A run is session/run_workflow.py's (the one `fuselens run` makes): a child process that TensorFlow
+may crash without harming the window, started from a worker of the window's pool so the status
+bar's Cancel stops it too. Results (a run, or an imported op_summary / PROF_* folder / run file:
+gui/run_files.py) fill the summary cards, the bar charts, the timeline, the kernel table and the
+heat overlay.
 """
 
 from __future__ import annotations
