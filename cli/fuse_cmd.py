@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from cli import print_json
+from cli.common import print_json
 from cli.pass_args import add_pass_selection_args
 from core.formats.io import check_output_path, write_bytes_atomic, write_json_atomic
 from core.formats.loaders import load_model

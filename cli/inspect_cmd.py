@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cli import print_json
+from cli.common import print_json
 from core.ascend.ge.dump import dump_summary, format_dump_summary, is_dump, load_dump
 from core.errors import FuseLensError
 from core.formats.io import write_bytes_atomic

@@ -168,3 +168,9 @@ class FusedBodyDialog(QDialog):
         self.tree = tree
         layout = QVBoxLayout(self)
         layout.addWidget(tree)
+
+
+def show_body_table(graph: Graph | None, key: str, parent: QWidget) -> None:
+    """A fused node's body as a table (its node's context menu), when `key` is a fused node of `graph`."""
+    if graph is not None and key in graph and graph.fused_info(key) is not None:
+        FusedBodyDialog(graph, key, parent).exec()

@@ -237,7 +237,7 @@ class RemoteRuns:
 
     def reopen(self, record: RunRecord) -> None:
         """A run's results folder on the open model's graphs, with its predicted vs actual."""
-        self.panel.import_profile(str(record.results), note=self._notes(record))
+        self.panel.files.import_profile(str(record.results), note=self._notes(record))
         self.panel.progress_label.setText(f"run {record.id} ({record.model} on {record.host})")
 
     def reattach(self, record: RunRecord) -> None:

@@ -107,10 +107,6 @@ class RunRecord:
     def launched(self) -> Launched:
         return Launched(self.host, self.id, self.remote_folder)
 
-    def import_words(self) -> list[str]:
-        """`import-profile RESULTS --model MODEL ...`: the command the bundle prints, for this run's results."""
-        return ["import-profile", str(self.results), "--model", self.model, *self.configuration]
-
 
 class RunHistory:
     """runs.json under the data folder, newest last."""

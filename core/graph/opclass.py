@@ -48,6 +48,14 @@ BORDER: dict[Category, str] = {
     "other": "#9a9384",
 }
 
+# What fusion did to a node, as (fill, border): removed red, new fused green, modified weights amber. The
+# window's panes and the lesson page's pictures (core/layout/svg.py) both draw with these.
+DIFF_COLOURS: dict[str, tuple[str, str]] = {
+    "removed": ("#f6aea9", "#c5221f"),
+    "new": ("#a8dab5", "#188038"),
+    "modified": ("#fdd663", "#e37400"),
+}
+
 
 @dataclass(frozen=True)
 class OpClass:
