@@ -21,6 +21,7 @@ from core.layout.overview import drawn_name, expand_scope, hidden_in
 from gui.chrome import build_chrome
 from gui.debug_tools import install_debug_tools
 from gui.dialogs import RecentFiles, show_error
+from gui.guard import add_reporter, guarded
 from gui.host import PanelHost
 from gui.match_list import MatchList
 from gui.model_jobs import ModelJobs
@@ -77,6 +78,7 @@ class MainWindow(QMainWindow):
         self.search = self.chrome.search
         views = {side: pane.view for side, pane in self.panes.items()}
         self.search_hits = SearchHits(self.search, self.chrome.search_status, views, self.select_key)
+        self._stop_reporting = add_reporter(lambda text: self.statusBar().showMessage(text, 10000))  # gui.guard
         self.jobs = ModelJobs(self.session, self.workers, self.tensorflow, self.statusBar(), self._on_shapes,
                                self._error)
         self._connect()
@@ -210,6 +212,7 @@ class MainWindow(QMainWindow):
         """
         self._open_after_paint = spec
 
+    @guarded()
     def paintEvent(self, event) -> None:
         super().paintEvent(event)
         if self._open_after_paint is not None:
@@ -217,10 +220,12 @@ class MainWindow(QMainWindow):
             # A 1 ms timer, so the timers due by then run first (a 0 ms one is a posted call, delivered ahead).
             QTimer.singleShot(1, self, lambda: self.open_model(spec))
 
+    @guarded()
     def dragEnterEvent(self, event) -> None:
         if event.mimeData().hasUrls():
             event.acceptProposedAction()
 
+    @guarded()
     def dropEvent(self, event) -> None:
         for url in event.mimeData().urls():
             if url.isLocalFile():
@@ -395,6 +400,8 @@ class MainWindow(QMainWindow):
             if collapsed is not None and not scopes <= collapsed:
                 self.session.set_collapsed(side, collapsed | scopes)
 
+    @guarded()
     def closeEvent(self, event) -> None:
+        self._stop_reporting()
         self.workers.shutdown()
         super().closeEvent(event)
