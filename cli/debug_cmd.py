@@ -63,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_bisect(args: argparse.Namespace) -> int:
     from passes.config import PassConfig
-    from passes.registry import run_pipeline
+    from passes.pipeline import run_pipeline
     from session.bisect import BisectOptions, Bisector, format_result
 
     options = BisectOptions(by=args.by, rtol=args.rtol, atol=args.atol, slowdown=args.slowdown, steps=args.steps,
@@ -113,7 +113,7 @@ def selection(text: str, what: str) -> object:
 
 
 def run_diff_config(args: argparse.Namespace) -> int:
-    from passes.registry import run_pipeline
+    from passes.pipeline import run_pipeline
     from session.config_diff import diff_configs, format_diff, run_both
 
     a, b = selection(args.a, "--a"), selection(args.b, "--b")

@@ -20,7 +20,7 @@ from core.runtime.npu_script import MODES
 from core.runtime.run_view import parse_input_shapes
 
 if TYPE_CHECKING:
-    from passes.registry import PipelineResult
+    from passes.pipeline import PipelineResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -87,7 +87,7 @@ def input_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
 def fuse_model(args: argparse.Namespace) -> tuple[LoadedModel, PipelineResult]:
     """`args.model` and its fused graph under the command line's pass configuration (`pipeline.config`)."""
     from passes.config import PassConfig
-    from passes.registry import run_pipeline
+    from passes.pipeline import run_pipeline
 
     config = PassConfig.from_args(args)  # a bad option or rule file fails before the model loads
     model = load_model(args.model)
@@ -129,7 +129,7 @@ def run_run(args: argparse.Namespace) -> int:
     from core.runtime import RunRequest
     from core.runtime.runner import start_run, wait
     from core.runtime.trace import write_chrome_trace, write_kernel_csv
-    from passes.registry import run_pipeline
+    from passes.pipeline import run_pipeline
     from session.layerwise import build_report, format_report, plan_layers
 
     if args.host:

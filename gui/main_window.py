@@ -42,7 +42,7 @@ from gui.stages_panel import install_stages_panel
 from gui.workers import WorkerPool
 from passes.base import Match, NearMiss
 from passes.config import PassConfig
-from passes.registry import PipelineResult
+from passes.pipeline import PipelineResult
 from session import SIDES, FusionJob, Session, Stage
 from session.tensorflow_helper import TensorFlowHelper, shared_helper
 

@@ -61,7 +61,7 @@ from session.npu_check import CheckRow, check_npu_result
 if TYPE_CHECKING:
     from gui.main_window import MainWindow
     from gui.remote_run import RemoteRuns
-    from passes.registry import PipelineResult
+    from passes.pipeline import PipelineResult
 
 HelperFuse = Callable[[FusionJob, Callable[[str], None], Callable[[], bool]], "PipelineResult"]
 

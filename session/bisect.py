@@ -37,7 +37,7 @@ from core.runtime.result import RunResult
 from core.runtime.runner import RunnerProcess, RunRequest, start_run
 from passes.base import Match
 from passes.config import AUTOFUSE_PASS_ID, PassConfig
-from passes.registry import PipelineResult
+from passes.pipeline import PipelineResult
 from session.layerwise import Fuse
 
 MODES = ("numeric", "time")

@@ -32,7 +32,7 @@ from core.runtime.msprof import FusionOpRecord, find_profile_files, read_fusion_
 from core.runtime.profile import NodeMapper
 from core.runtime.result import GraphRun, KernelStat, RunResult
 from passes.ledger import compare_with_toolchain
-from passes.registry import PipelineResult, run_pipeline
+from passes.pipeline import PipelineResult, run_pipeline
 
 REPORT_FORMAT = "fuselens-npu-check"
 REPORT_VERSION = 1

@@ -43,7 +43,8 @@ from core.loaders import LoadedModel, detect_format, load_model
 from core.runtime.childproc import ChildProcess
 from core.runtime.npu_bundle import BundleReport
 from core.samples import SAMPLES, is_built
-from passes.registry import PipelineResult, catalog, mirror_catalog
+from passes.pipeline import PipelineResult
+from passes.registry import catalog, mirror_catalog
 from session.session import FusionJob
 
 MODULE = "session.tensorflow_helper"

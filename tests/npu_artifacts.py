@@ -34,7 +34,7 @@ from tensorboard.compat.proto import types_pb2
 from core import proto
 from core.ge.dump import GE_ONNX, GE_PROTO, ge_messages
 from core.graph import Graph
-from passes.registry import PipelineResult
+from passes.pipeline import PipelineResult
 from tests.core.test_run_view import write_op_summary
 
 STAMP = "20260101120000"  # msprof's export time stamp in file names

@@ -11,7 +11,7 @@ from core.ge.diff import NO_PASS, diff_graphs, format_diff
 from core.ge.dump import GE_ONNX, GE_PROTO
 from core.ge.open import open_graph
 from core.ge.stages import parse_dump_name, scan_dump_folder
-from passes.registry import run_pipeline
+from passes.pipeline import run_pipeline
 from tests.npu_artifacts import FINAL_STAGE, ge_ops, toolchain_fusions, write_dump_folder
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"

@@ -10,7 +10,7 @@ from core.errors import FuseLensError
 from core.loaders import load_model
 from core.runtime.npu_target import ADDITIONS, TARGETS, Addition, for_target, op_table
 from core.samples import SAMPLES
-from passes.registry import run_pipeline
+from passes.pipeline import run_pipeline
 
 tf = pytest.importorskip("tensorflow")
 

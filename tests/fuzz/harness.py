@@ -277,7 +277,7 @@ def _load_graph(path: Path) -> None:
     """Load and inspect, then the default passes: `fuselens fuse` without the subprocess."""
     from core.inspect import summarize
     from core.loaders import load_model
-    from passes.registry import run_pipeline
+    from passes.pipeline import run_pipeline
 
     graph = load_model(path).graph
     summarize(graph)

@@ -12,7 +12,8 @@ from core import proto
 from core.execute import random_feeds, run_graph
 from core.graph import Graph
 from core.samples import SAMPLES
-from passes.registry import catalog, run_pipeline
+from passes.pipeline import run_pipeline
+from passes.registry import catalog
 from tests.passes.amct_check import assert_same_outputs
 
 AMCT_DEFAULTS = [c.id for c in catalog() if c.family == "amct" and c.default_enabled]

@@ -21,7 +21,8 @@ from core.loaders import load_model
 from core.nodes import make_node
 from core.samples import SAMPLES
 from passes.config import PassConfig
-from passes.registry import catalog, run_pipeline
+from passes.pipeline import run_pipeline
+from passes.registry import catalog
 from tests.passes.function_reference import tensorflow_function
 
 ROOT = Path(__file__).resolve().parents[2]
