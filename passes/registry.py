@@ -10,6 +10,7 @@ pass module needs no list to join. User scope rules are not registered here: the
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import pkgutil
@@ -22,7 +23,6 @@ from passes.base import FusionPass
 FAMILIES = ("scope", "amct", "autofuse")
 FAMILY_TITLES = {"scope": "Scope fusion (TF parser)", "amct": "AMCT pre-quantization", "autofuse": "AutoFuse"}
 _REGISTRY: dict[str, type[FusionPass]] = {}
-_imported: list[bool] = []  # the family packages' modules have been imported
 
 
 def register(cls: type[FusionPass]) -> type[FusionPass]:
@@ -47,15 +47,13 @@ def pass_order(cls: type[FusionPass]) -> tuple[int, int, str]:
     return FAMILIES.index(cls.family), cls.order, cls.id
 
 
+@functools.cache
 def _import_builtin_passes() -> None:
-    """Import every module of the family packages (passes/<family>/): each registers its passes."""
-    if _imported:
-        return
+    """Import every module of the family packages (passes/<family>/), once: each pass module registers its pass."""
     for family in FAMILIES:
         package = importlib.import_module(f"passes.{family}")
         for module in pkgutil.iter_modules(package.__path__, f"{package.__name__}."):
             importlib.import_module(module.name)
-    _imported.append(True)
 
 
 def catalog() -> list[type[FusionPass]]:

@@ -94,3 +94,16 @@ def test_a_user_rule_with_a_builtin_name_is_switched_by_that_name(tmp_path):
     switch = switch_of(config.get_pass("ScopeInstanceNormPass"))
     assert switch.kind == SCOPE and switch.names == ("ScopeInstanceNormPass",) and "built-in rule" in switch.note
     assert config.scope_list() == "ScopeInstanceNormPass"
+
+
+def test_a_subclass_with_an_id_of_its_own_is_a_pass_the_toolchain_does_not_know():
+    """A switch belongs to the class that declares it: a variant of a built-in (a test's, a plugin's) is not
+    switched by the built-in's names, and does not close the built-in's device pass."""
+    from passes.amct.conv_bn import ConvBatchnormFusionPass
+
+    class VariantConvBn(ConvBatchnormFusionPass):
+        id = "VariantConvBnPass"
+
+    assert switch_of(VariantConvBn) is NO_SWITCH
+    assert switch_of(ConvBatchnormFusionPass).ge_passes == ("ConvBatchnormFusionPass",)
+    assert modelled_ge_passes([VariantConvBn]) == ()
