@@ -236,9 +236,10 @@ class PassConfig:
         """The fusion switch file: GE/FE pass names only (the device passes FuseLens's folds stand for, each
         pass's `switch.ge_passes`), then the imported entries of GE passes FuseLens does not model.
 
-        A GE/FE pass is on only when every FuseLens pass folding the same structure is on and has no match
-        in `skipped` (pass ids). AMCT already did the enabled folds offline, so the device pass only matters
-        where FuseLens left a structure unfolded, and there it must not fold either."""
+        A GE/FE pass is on only when every FuseLens pass folding the same structure is on and none of its
+        matches is skipped (`skipped`: the ids of passes with a skipped match). AMCT already did the enabled
+        folds offline, so the device pass only matters where FuseLens left a structure unfolded, and there it
+        must not fold either."""
         states: dict[str, str] = {}
         for cls in self._catalog:
             for name in cls.switch.ge_passes:
