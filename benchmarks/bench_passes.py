@@ -163,7 +163,8 @@ sys.path.insert(0, os.getcwd())
 from core.graph import proto
 from core.formats.io import write_bytes_atomic
 from core.formats.loaders import load_model
-from passes.registry import catalog, run_pipeline
+from passes.pipeline import run_pipeline
+from passes.registry import catalog
 
 def rss():
     return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -344,7 +345,7 @@ def main(argv: list[str]) -> None:
             subprocess.run([sys.executable, "-c", MEMORY, str(pb), str(Path(tmp, "fused.pb"))], cwd=ROOT, check=True)
         return
     if args.profile:
-        from passes.registry import run_pipeline
+        from passes.pipeline import run_pipeline
 
         graph = keras_blocks(args.profile)
         cProfile.runctx("run_pipeline(graph)", globals(), {"graph": graph, "run_pipeline": run_pipeline},

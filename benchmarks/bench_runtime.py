@@ -36,7 +36,7 @@ from core.formats.loaders import load_model  # noqa: E402
 from core.runtime import RunRequest, run  # noqa: E402
 from core.runtime.lowering import LOWERING_ENV  # noqa: E402
 from passes.config import PassConfig  # noqa: E402
-from passes.registry import run_pipeline  # noqa: E402
+from passes.pipeline import run_pipeline  # noqa: E402
 from tests.zoo.models import ZOO, zoo_model  # noqa: E402
 
 

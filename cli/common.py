@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from core.formats.loaders import LoadedModel
     from core.runtime import RunResult
     from passes.config import PassConfig
-    from passes.registry import PipelineResult
+    from passes.pipeline import PipelineResult
 
 
 # ---- output and option syntax ------------------------------------------------------------------
@@ -112,7 +112,7 @@ def fuse_model(args: argparse.Namespace, config: PassConfig | None = None) -> tu
     """`args.model` and its fused graph under `config` (default: the command line's pass selection)."""
     from core.formats.loaders import load_model
     from passes.config import PassConfig
-    from passes.registry import run_pipeline
+    from passes.pipeline import run_pipeline
 
     config = config or PassConfig.from_args(args)  # a bad option or rule file fails before the model loads
     model = load_model(args.model)

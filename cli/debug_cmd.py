@@ -61,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_bisect(args: argparse.Namespace) -> int:
     from passes.config import PassConfig
-    from passes.registry import run_pipeline
+    from passes.pipeline import run_pipeline
     from session.bisect import BisectOptions, Bisector, format_result
 
     options = BisectOptions(by=args.by, rtol=args.rtol, atol=args.atol, slowdown=args.slowdown, steps=args.steps,
@@ -91,7 +91,7 @@ def run_bisect(args: argparse.Namespace) -> int:
 
 
 def run_diff_config(args: argparse.Namespace) -> int:
-    from passes.registry import run_pipeline
+    from passes.pipeline import run_pipeline
     from session.config_diff import diff_configs, format_diff, run_both
 
     a, b = pass_selection(args.a, "--a"), pass_selection(args.b, "--b")

@@ -30,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_passes(args: argparse.Namespace) -> int:
-    from passes.registry import FAMILY_TITLES, catalog_markdown, catalog_rows
+    from passes.pass_table import catalog_markdown
+    from passes.registry import FAMILY_TITLES, catalog_rows
 
     if args.markdown:
         sys.stdout.write(catalog_markdown())
@@ -51,7 +52,7 @@ def run_passes(args: argparse.Namespace) -> int:
 
 def run_fuse(args: argparse.Namespace) -> int:
     from passes.config import PassConfig
-    from passes.registry import run_pipeline
+    from passes.pipeline import run_pipeline
     from passes.report import build_report, format_pipeline, format_report
 
     config = PassConfig.from_args(args)  # a bad option or rule file fails before the model loads

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_lesson(args: argparse.Namespace) -> int:
     from core.errors import FuseLensError
     from passes.config import PassConfig
-    from passes.registry import run_pipeline
+    from passes.pipeline import run_pipeline
     from session.lesson import write_lesson
 
     config = PassConfig.from_args(args)

@@ -74,7 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_run(args: argparse.Namespace) -> int:
     from core.runtime.trace import write_chrome_trace, write_kernel_csv
-    from passes.registry import run_pipeline
+    from passes.pipeline import run_pipeline
     from session.layerwise import format_report
     from session.run_workflow import RunSettings, run_both, run_request
 

@@ -43,7 +43,7 @@ from gui.actions import make_action
 from gui.dialogs import guarded, save_dialog, show_error
 from gui.workers import Worker
 from passes.config import PassConfig
-from passes.registry import PipelineResult
+from passes.pipeline import PipelineResult
 from session import FusionJob
 from session.bisect import BisectOptions, Bisector, BisectResult, format_result
 from session.config_diff import diff_configs, format_diff, run_both

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QStatusBar
 
 from core.formats.loaders import LoadedModel
 from gui.workers import WorkerPool
-from passes.registry import PipelineResult
+from passes.pipeline import PipelineResult
 from session import FusionJob, Session
 from session.tensorflow_helper import TensorFlowHelper
 

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from gui.remote_run import RemoteRuns
     from gui.run_files import RunFiles
     from passes.config import PassConfig
-    from passes.registry import PipelineResult
+    from passes.pipeline import PipelineResult
 
 HelperFuse = Callable[[FusionJob, Callable[[str], None], Callable[[], bool]], "PipelineResult"]
 

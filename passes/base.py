@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from core.graph import FORWARDING_OPS, Graph, GraphEditor, TensorRef
 from core.graph.provenance import Rewrite
+from passes.switch import NO_SWITCH, ToolchainSwitch
 
 # Near misses a printed summary lists per pass (passes.report); the others are counted.
 SHOWN_NEAR_MISSES = 5
@@ -194,6 +195,14 @@ class FusionPass:
     aliases: ClassVar[tuple[str, ...]] = ()
     # Ops a weight is seen through (Graph.const_chain): what counts as a constant for this pass.
     constant_through: ClassVar[frozenset[str]] = FORWARDING_OPS
+    # What switches this pass in the Ascend toolchain (passes/switch.py). Declared by the class itself,
+    # never inherited: a subclass with an id of its own is a pass the toolchain does not know.
+    switch: ClassVar[ToolchainSwitch] = NO_SWITCH
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "switch" not in cls.__dict__:
+            cls.switch = NO_SWITCH
 
     def __init__(self, options: Mapping[str, Any] | None = None):
         self.options = dict(options or {})
@@ -206,6 +215,18 @@ class FusionPass:
     def rewrite(self, graph: Graph, editor: GraphEditor, match: Match) -> Rewrite:
         """Edit `editor` for one match; return what was removed, modified and created."""
         raise NotImplementedError
+
+    @classmethod
+    def explain(cls, before: Graph, after: Graph, match: Match, rewrite: Rewrite | None) -> dict[str, Any]:
+        """One match explained with its own numbers (passes/explain.py), from the graph the pass saw
+        (`before`), the one it produced and the match's rewrite (None when it was not rewritten)."""
+        return {"family": cls.family, "kind": "other", "title": match.summary}
+
+    @classmethod
+    def explainer(cls, before: Graph, after: Graph) -> Callable[[Match, Rewrite | None], dict[str, Any]]:
+        """`explain` for every match of one run of the pass; a pass whose explanations share work
+        between matches (a scope tree of `before`) does it here, once."""
+        return lambda match, rewrite: cls.explain(before, after, match, rewrite)
 
     def is_constant(self, graph: Graph, name: str) -> bool:
         """What counts as a weight here (pruned once unread); a pass widens it with `constant_through`."""

@@ -25,12 +25,15 @@ from typing import Any
 
 from core.errors import FuseLensError
 from core.formats.switch_file import FusionSwitches, SwitchForms, parse_switch_file
+from passes.autofuse.autofuse_pass import AutoFusePass
 from passes.autofuse.flags import AutofuseFlags, parse_autofuse_flags
 from passes.base import FusionPass
 from passes.registry import catalog as builtin_catalog
 from passes.registry import find_pass
 from passes.scope.user_rules import UserRule, catalog_with_rules, load_rule_file
-from passes.toolchain import AUTOFUSE_PASS_ID, fused_switches, passes_for_ge_name, scope_names
+from passes.switch import SCOPE
+
+AUTOFUSE_PASS_ID = AutoFusePass.id
 
 
 def split_ids(values: Iterable[str] | str | None) -> list[str]:
@@ -173,7 +176,7 @@ class PassConfig:
         for entries, foreign_entries in zip(switches.sections().values(), foreign.sections().values()):
             everything = entries.get("ALL") if entries is switches.graph_fusion else None  # UB fusion is GE's alone
             states = {c.id: everything for c in self._catalog if everything and not c.general}
-            by_device = {name: passes_for_ge_name(self._catalog, name) for name in entries}
+            by_device = {name: [c for c in self._catalog if name in c.switch.ge_passes] for name in entries}
             by_id = {name: find_pass(self._catalog, name) for name in entries if not by_device[name]}
             for name, state in entries.items():  # a GE/FE pass first, so a FuseLens id entry can refine it
                 states.update({c.id: state for c in by_device[name] if not c.general})
@@ -212,19 +215,38 @@ class PassConfig:
         return replace(self, skipped_matches=self.skipped_matches - frozenset(match_ids))
 
     # ---- export ------------------------------------------------------------------------------
+    def scope_names(self) -> list[str]:
+        """`enable_scope_fusion_passes`: the registered names of the non-general scope passes switched on, in
+        toolchain order (each pass's `switch`; a user rule has none)."""
+        names: list[str] = []
+        for cls in self._catalog:
+            if cls.switch.kind == SCOPE and not cls.switch.general and self.is_enabled(cls.id):
+                names += [n for n in cls.switch.names if n not in names]
+        return names
+
     def scope_list(self) -> str:
-        """The `enable_scope_fusion_passes` value: the toolchain's registered names of the non-general scope
-        passes on, in toolchain order (passes/toolchain.py; a user rule has none)."""
-        return ",".join(scope_names(self))
+        """The `enable_scope_fusion_passes` value (`scope_names`, comma-separated)."""
+        return ",".join(self.scope_names())
 
     def autofuse_flags(self) -> str:
         """The `AUTOFUSE_FLAGS` value; `--enable_autofuse=false` when AutoFuse is switched off."""
         return replace(self.autofuse, enable_autofuse=AUTOFUSE_PASS_ID in self.enabled).to_string()
 
-    def switch_file(self) -> FusionSwitches:
-        """The fusion switch file: GE/FE pass names only (the device passes FuseLens's folds stand for, see
-        passes/toolchain.py), then the imported entries of GE passes FuseLens does not model."""
-        return fused_switches(self)
+    def switch_file(self, skipped: frozenset[str] = frozenset()) -> FusionSwitches:
+        """The fusion switch file: GE/FE pass names only (the device passes FuseLens's folds stand for, each
+        pass's `switch.ge_passes`), then the imported entries of GE passes FuseLens does not model.
+
+        A GE/FE pass is on only when every FuseLens pass folding the same structure is on and none of its
+        matches is skipped (`skipped`: the ids of passes with a skipped match). AMCT already did the enabled
+        folds offline, so the device pass only matters where FuseLens left a structure unfolded, and there it
+        must not fold either."""
+        states: dict[str, str] = {}
+        for cls in self._catalog:
+            for name in cls.switch.ge_passes:
+                on = self.is_enabled(cls.id) and cls.id not in skipped
+                states[name] = "on" if on and states.get(name, "on") == "on" else "off"
+        foreign = self.foreign_switches
+        return FusionSwitches(graph_fusion={**foreign.graph_fusion, **states}, ub_fusion=dict(foreign.ub_fusion))
 
     def to_switch_forms(self) -> SwitchForms:
         return SwitchForms(split_ids(self.scope_list()), self.autofuse_flags(), self.switch_file())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from passes.base import SHOWN_NEAR_MISSES, PassResult
-from passes.registry import PipelineResult
+from passes.pipeline import PipelineResult
 
 
 def op_count_diff(before: dict[str, int], after: dict[str, int]) -> list[str]:

@@ -37,7 +37,7 @@ from core.measure.result import RunResult
 from core.runtime.runner import RunnerProcess, RunRequest, start_run
 from passes.base import Match
 from passes.config import AUTOFUSE_PASS_ID, PassConfig
-from passes.registry import PipelineResult
+from passes.pipeline import PipelineResult
 from session.layerwise import Fuse
 from session.run_workflow import wait_cancellable
 

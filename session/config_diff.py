@@ -12,7 +12,7 @@ from core.graph import Graph
 from core.measure.result import RunResult
 from core.runtime.runner import RunRequest, run
 from passes.config import PassConfig
-from passes.registry import PipelineResult
+from passes.pipeline import PipelineResult
 from session.layerwise import Fuse
 
 NO_KERNEL_OPS = frozenset({"Const", "Identity", "NoOp", "Placeholder"})  # ops that launch no kernel of their own

@@ -29,7 +29,7 @@ from core.measure.result import OutputComparison
 from core.runtime.runner import LayerProbe
 from passes.base import Match
 from passes.config import PassConfig
-from passes.registry import PipelineResult
+from passes.pipeline import PipelineResult
 
 FINAL = "fused"  # the LayerProbe label of the fused graph itself
 

@@ -24,7 +24,7 @@ from core.layout.plain import apply_plain
 from core.layout.svg import layout_svg, standalone_svg
 from passes.base import Match
 from passes.explain_render import explanation_html, explanation_markdown, human_bytes
-from passes.registry import PipelineResult
+from passes.pipeline import PipelineResult
 
 DOT_SECONDS = 5.0
 MAX_BOXES = 60  # a neighbourhood bigger than this is cut to the match itself

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from core.ascend.npu_bundle import BundleReport, BundleSide, write_npu_bundle
 from passes.autofuse.flags import AutofuseFlags
 from passes.config import PassConfig
-from passes.registry import PipelineResult, run_pipeline
+from passes.pipeline import PipelineResult, run_pipeline
 from passes.toolchain import baseline_forms, fused_forms, limits, switch_of
 
 RESULTS = "{results}"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from core.errors import Cancelled, FuseLensError
 from core.graph import Graph
 from core.runtime import Progress, RunHandle, RunRequest, RunResult, start_run
-from passes.registry import PipelineResult
+from passes.pipeline import PipelineResult
 from session.layerwise import Fuse, LayerwiseReport, build_report, plan_layers
 
 

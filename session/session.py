@@ -22,7 +22,7 @@ from core.graph import Graph
 from core.graph.provenance import Provenance
 from core.measure.result import RunResult
 from passes.config import PassConfig
-from passes.registry import PipelineResult, run_pipeline
+from passes.pipeline import PipelineResult, run_pipeline
 from passes.report import build_report
 
 if TYPE_CHECKING:

@@ -44,7 +44,8 @@ from core.formats.samples import SAMPLES, is_built
 from core.formats.tfshapes import ensure_shapes
 from core.graph import Graph
 from core.runtime.childproc import ChildProcess
-from passes.registry import PipelineResult, catalog, mirror_catalog
+from passes.pipeline import PipelineResult
+from passes.registry import catalog, mirror_catalog
 from session.session import FusionJob
 
 MODULE = "session.tensorflow_helper"

@@ -34,7 +34,7 @@ from tensorboard.compat.proto import types_pb2
 from core.ascend.ge.dump import GE_ONNX, GE_PROTO, ge_messages
 from core.formats.tfshapes import ensure_shapes
 from core.graph import Graph, proto
-from passes.registry import PipelineResult
+from passes.pipeline import PipelineResult
 from tests.core.test_run_view import write_op_summary
 
 STAMP = "20260101120000"  # msprof's export time stamp in file names

@@ -124,7 +124,7 @@ def play_toolchain(session: dict[str, Any]) -> None:
     from core.graph import Graph
     from passes.config import PassConfig
     from passes.ledger import FE_PASS_NAMES, pipeline_ledger
-    from passes.registry import run_pipeline
+    from passes.pipeline import run_pipeline
     from tests.npu_artifacts import (
         FINAL_STAGE,
         fusion_result_text,

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from core.graph import Graph
+from core.graph.provenance import Rewrite
+from passes.amct.explain import BN_FORMULA, explain_chain_bn_fold
 from passes.amct.folding import BatchnormFoldPass
+from passes.amct.sources import AMCT_DOC, FE_CLOSABLE, FE_CONV_BN
+from passes.base import Match
 from passes.registry import register
+from passes.switch import AMCT, ToolchainSwitch
 
 
 @register
@@ -17,3 +25,11 @@ class ConvBatchnormFusionPass(BatchnormFoldPass):
                    "all BatchNorm parameters must be constants, the conv output must have no other reader.")
     order = 30
     op_type = "Conv2D"
+    switch = ToolchainSwitch(AMCT, ("Conv+BN fusion",), ge_passes=("ConvBatchnormFusionPass",),
+                             sources=(AMCT_DOC, FE_CONV_BN, FE_CLOSABLE))
+
+    @classmethod
+    def explain(cls, before: Graph, after: Graph, match: Match, rewrite: Rewrite | None,
+                channel: int = 0) -> dict[str, Any]:
+        return explain_chain_bn_fold(before, after, match, rewrite, kind="conv_bn", formula=BN_FORMULA,
+                                     channel=channel)

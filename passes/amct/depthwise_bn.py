@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from core.graph import Graph
+from core.graph.provenance import Rewrite
+from passes.amct.explain import BN_FORMULA, explain_chain_bn_fold
 from passes.amct.folding import BatchnormFoldPass
+from passes.amct.sources import AMCT_DOC, FE_CLOSABLE, FE_CONV_BN
+from passes.base import Match
 from passes.registry import register
+from passes.switch import AMCT, ToolchainSwitch
 
 
 @register
@@ -17,3 +25,12 @@ class DepthwiseConvBatchnormFusionPass(BatchnormFoldPass):
                    "b' = (b - mean) * s + beta. The BatchNorm is deleted; the depthwise conv feeds a BiasAdd.")
     order = 40
     op_type = "DepthwiseConv2dNative"
+    switch = ToolchainSwitch(AMCT, ("Depthwise_Conv+BN fusion",), ge_passes=("ConvBatchnormFusionPass",),
+                             note="FE's ConvBatchnormFusionPass also folds a BatchNorm after a depthwise convolution",
+                             sources=(AMCT_DOC, FE_CONV_BN, FE_CLOSABLE))
+
+    @classmethod
+    def explain(cls, before: Graph, after: Graph, match: Match, rewrite: Rewrite | None,
+                channel: int = 0) -> dict[str, Any]:
+        return explain_chain_bn_fold(before, after, match, rewrite, kind="depthwise_bn", channel=channel, formula=(
+            *BN_FORMULA, "depthwise filter [kh, kw, in, mult]: output channel c = in · mult + m"))

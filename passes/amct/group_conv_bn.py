@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from core.graph import Graph, GraphEditor, TensorRef
 from core.graph.provenance import Rewrite
+from passes.amct.explain import BN_FORMULA, bn_statistics, explain_bn_fold
 from passes.amct.folding import (
     BN_TYPES,
     AmctPass,
@@ -22,8 +24,10 @@ from passes.amct.folding import (
     preview,
     replace_node,
 )
+from passes.amct.sources import AMCT_DOC
 from passes.base import Culprit, Match, NearMiss, Reason
 from passes.registry import register
+from passes.switch import AMCT, ToolchainSwitch
 
 SPLIT_TYPES = frozenset({"Split", "SplitV"})
 CONCAT_TYPES = frozenset({"ConcatV2", "Concat"})
@@ -58,6 +62,7 @@ class GroupConvBatchnormFusionPass(AmctPass):
                    "sqrt(var + eps) and b' = (b - mean) * s + beta are sliced and folded into each branch's filter "
                    "and a BiasAdd; the concat then reads the BiasAdds and the BatchNorm is deleted.")
     order = 20
+    switch = ToolchainSwitch(AMCT, ("Group_conv+BN fusion",), sources=(AMCT_DOC,))
 
     def candidates(self, graph: Graph) -> Iterable[Match | NearMiss]:
         bn_types = BN_TYPES.split("|")
@@ -152,3 +157,22 @@ class GroupConvBatchnormFusionPass(AmctPass):
         removed, kept = replace_node(graph, editor, bn, concat)
         return Rewrite(self.id, found.index, removed=removed, modified=(*modified, concat, *kept),
                        created=tuple(created))
+
+    @classmethod
+    def explain(cls, before: Graph, after: Graph, match: Match, rewrite: Rewrite | None,
+                channel: int = 0) -> dict[str, Any]:
+        """The fold worked out in the branch that produces `channel`."""
+        affine, values, channel = bn_statistics(before, match.bindings["bn"], channel)
+        branches = match.details["branches"]
+        branch = next(b for b in branches if b["channel_range"][0] <= channel < b["channel_range"][1])
+        local = channel - branch["channel_range"][0]
+        chain = {"op": branch["op"], "filter": branch["filter"],
+                 "bias_add": None if branch["bias_add"] == "(new BiasAdd)" else branch["bias_add"]}
+        chain["bias"] = before.input_node(chain["bias_add"], 1) if chain["bias_add"] else None
+        formula = [*BN_FORMULA, f"branch k owns channels [c_k, c_k + n_k) of the concat: s, μ, β are sliced "
+                                f"per branch ({len(branches)} branches)"]
+        explained = explain_bn_fold(before, after, match, rewrite, kind="group_conv_bn", formula=formula, chain=chain,
+                                    ops=[b["op"] for b in branches], channel=channel, local=local, affine=affine,
+                                    values=values)
+        explained["example"].update({"branch_op": chain["op"], "branch_channel": local})
+        return explained

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
 from core.graph import Graph, GraphEditor
 from core.graph.provenance import Rewrite
+from passes.amct.explain import after_weights, amct_saved, channel_fold
 from passes.amct.folding import (
     Affine,
     AmctPass,
@@ -20,10 +22,14 @@ from passes.amct.folding import (
     preview,
     replace_node,
 )
+from passes.amct.sources import AMCT_DOC, FE_CLOSABLE, FE_CONV_MUL
 from passes.base import Culprit, Match, NearMiss, Reason
+from passes.explain import display_number
 from passes.registry import register
+from passes.switch import AMCT, ToolchainSwitch
 
 OP_TYPES = ("Conv2D", "MatMul", "DepthwiseConv2dNative", "Conv2DBackpropInput")
+MUL_FORMULA = ("s = the Mul's scalar", "w′ = w · s", "b′ = b · s    (no bias: no BiasAdd is added)")
 
 
 @register
@@ -35,6 +41,10 @@ class OpBiasAddMulFusionPass(AmctPass):
                    "W' = W * s and b' = b * s, and the Mul is deleted. A Mul by a vector is refused: AMCT "
                    "folds only a scalar, which scales every channel alike.")
     order = 50
+    switch = ToolchainSwitch(
+        AMCT, ("OP+(BiasAdd)+Mul fusion",), ge_passes=("AConv2dMulFusion",),
+        note="FE's AConv2dMulFusion covers Conv2D/Conv3D directly followed by Mul, not MatMul, depthwise or a "
+             "BiasAdd in between", sources=(AMCT_DOC, FE_CONV_MUL, FE_CLOSABLE))
 
     def candidates(self, graph: Graph) -> Iterable[Match | NearMiss]:
         for node in graph:
@@ -84,3 +94,17 @@ class OpBiasAddMulFusionPass(AmctPass):
         removed, kept = replace_node(graph, editor, b["mul"], done.output)
         return Rewrite(self.id, found.index, removed=removed, modified=(*done.modified, *kept),
                        created=tuple(done.created))
+
+    @classmethod
+    def explain(cls, before: Graph, after: Graph, match: Match, rewrite: Rewrite | None,
+                channel: int = 0) -> dict[str, Any]:
+        """w′ = w·s, b′ = b·s, worked out for one output channel."""
+        b = match.bindings
+        scale = float(np.asarray(constant_value(before, b["factor"])).reshape(()))
+        chain = {"op": b["op"], "filter": b["filter"], "bias_add": b.get("bias_add"), "bias": b.get("bias")}
+        shown = channel_fold(before, after, chain, channel, None, scale)
+        shown["b_formula"] = display_number(shown["b"] * scale)
+        read_before, read_after = [*match.weights, b["factor"]], after_weights(after, [b["op"]], rewrite)
+        return {"family": "amct", "kind": "mul_fold", "title": f"Mul by {display_number(scale)} folded into {b['op']}",
+                "formula": list(MUL_FORMULA), "example": shown,
+                "saved": amct_saved(before, after, match, rewrite, read_before, read_after)}

@@ -13,16 +13,21 @@ then remove it; it runs before them in the AMCT family.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
-from core.graph import Graph, GraphEditor, proto
+from core.graph import Graph, GraphEditor, TensorRef, proto
 from core.graph.nodes import make_const, make_node
 from core.graph.provenance import Rewrite
+from passes.amct.explain import GLYPHS
 from passes.amct.folding import CONV_TYPES, AmctPass, constant_value, find_chain, preview, replace_node
+from passes.amct.sources import AMCT_DOC, FE_CONV3D_BN
 from passes.base import Match, NearMiss, Reason, reading_edge
+from passes.explain import display_number, saved_nodes, tensor_bytes
 from passes.pattern import ANY, MatchResult, Op, match
 from passes.registry import register
+from passes.switch import AMCT, ToolchainSwitch
 
 FUSED_BN_DTYPES = frozenset({proto.DT_FLOAT, proto.DT_HALF, proto.types_pb2.DT_BFLOAT16})
 PARAMS = ("gamma", "beta", "mean", "variance")  # FusedBatchNormV3 inputs 1..4
@@ -47,6 +52,16 @@ VARIANTS = {
     "center=False, scale=False": _variant(center=False, scale=False),
 }
 OP_ROLES = ("add", "mul_x", "inv", "rsqrt", "add_eps", "mul_mean", "neg", "sub")  # the nodes replaced
+TERMS = {  # binding role -> (term it computes, in words)
+    "add_eps": ("σ² + ε", "variance plus epsilon"),
+    "rsqrt": ("1 / √(σ² + ε)", "the reciprocal standard deviation"),
+    "inv": ("s = γ / √(σ² + ε)", "the per-channel scale"),
+    "mul_x": ("x · s", "the scaled input"),
+    "neg": ("−μ", "the negated mean (center=False)"),
+    "mul_mean": ("μ · s", "the mean, scaled"),
+    "sub": ("β − μ · s", "the shift"),
+    "add": ("y = x · s + (β − μ · s)", "the output"),
+}
 
 
 def per_channel(value: np.ndarray, channels: int) -> np.ndarray | None:
@@ -69,6 +84,10 @@ class SmallOpBatchnormFusionPass(AmctPass):
                    "epsilon from the add constant, gamma = 1 and beta = 0 where the variant has none), so the "
                    "conv BatchNorm folds that run next can fold it.")
     order = 10
+    switch = ToolchainSwitch(
+        AMCT, ("fusion of small BN operators into FusedBatchNormV3",),
+        note="FE's only small-op BatchNorm pass, ABatchnormFusionPass, folds one after a Conv3D, not this structure",
+        sources=(AMCT_DOC, FE_CONV3D_BN))
 
     def candidates(self, graph: Graph) -> Iterable[Match | NearMiss]:
         for node in graph:
@@ -169,3 +188,37 @@ class SmallOpBatchnormFusionPass(AmctPass):
         _, kept = replace_node(graph, editor, found.anchor, fused.name)
         return Rewrite(self.id, found.index, removed=tuple(n for n in found.nodes if n not in kept),
                        modified=kept, created=(fused.name, *created))
+
+    @classmethod
+    def explain(cls, before: Graph, after: Graph, match: Match, rewrite: Rewrite | None,
+                channel: int = 0) -> dict[str, Any]:
+        """Which small op is which term, and one channel's values."""
+        b = match.bindings
+        channels = int(match.details["channels"])
+        channel = min(channel, channels - 1)
+        values: dict[str, float] = {}
+        for role in PARAMS:
+            value = constant_value(before, b[role]) if role in b else np.full(channels, 1.0 if role == "gamma" else 0.0)
+            values[GLYPHS[role]] = display_number(np.asarray(value).reshape(-1)[channel % np.asarray(value).size])
+        values["ε"] = display_number(match.details["epsilon"])
+        scale = values["γ"] / np.sqrt(values["σ²"] + values["ε"])
+        terms = [{"node": b[role], "op": before.op(b[role]), "term": term, "meaning": meaning}
+                 for role, (term, meaning) in TERMS.items() if role in b]
+        created = rewrite.after if rewrite else ()
+        fused = next((n for n in created if n in after and after.op(n) == "FusedBatchNormV3"), None)
+        shown: dict[str, Any] = {"channel": channel, **values, "s": display_number(scale),
+                                 "shift": display_number(values["β"] - values["μ"] * scale), "fused_node": fused}
+        if fused:
+            shown["fused_inputs"] = {
+                GLYPHS[role]: display_number(constant_value(after, after.input_node(fused, i + 1)).reshape(-1)[channel])
+                for i, role in enumerate(PARAMS)}
+            shown["fused_epsilon"] = display_number(after.attr(fused, "epsilon"))
+        x = TensorRef.parse(match.details["input"])
+        size = tensor_bytes(before, x)
+        intermediates = [{"tensor": b[r], "bytes": size} for r in ("mul_x",) if r in b]
+        return {"family": "amct", "kind": "small_op_bn", "title": f"{len(terms)} small ops -> one FusedBatchNormV3 "
+                f"({match.details['variant']})",
+                "formula": ["y = x · s + (β − μ · s),  s = γ / √(σ² + ε)", "FusedBatchNormV3(x, γ, β, μ, σ², ε) "
+                            "computes the same y in one op (is_training = false), which the conv fold then removes"],
+                "terms": terms, "example": shown,
+                "saved": {**saved_nodes(before, after, match, rewrite), "intermediates": intermediates}}

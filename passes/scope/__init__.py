@@ -1,6 +1,4 @@
-"""TF-parser scope fusion: the scope engine, the built-in rules and user rule files.
+"""TF-parser scope fusion: the scope engine, the built-in rules (one module each) and user rule files.
 
-Importing the package registers the built-in passes in toolchain order.
+The catalog (passes/registry.py) imports every module here; each built-in rule's module registers it.
 """
-
-from passes.scope import clip_boxes, decode_bbox_v2, instance_norm, layer_norm  # noqa: F401  (registers)

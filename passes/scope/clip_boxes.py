@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from passes.registry import register
 from passes.scope.features import NodeOpTypeFeature, ScopeFeature, ScopePattern
-from passes.scope.scope_pass import InputWire, OutputWire, ScopeRule, ScopeRulePass
+from passes.scope.rule import InputWire, OutputWire, ScopeRule
+from passes.scope.scope_pass import ScopeRulePass
+from passes.switch import BUILTIN_SCOPE_SOURCE, SCOPE, ToolchainSwitch
 
 _ABSENT = ("Gather", "TopKV2", "Split", "Greater", "Squeeze")
 
@@ -28,3 +30,7 @@ class ScopeClipBoxesPass(ScopeRulePass):
         inputs=(InputWire("clip_boxes/Maximum", 0), InputWire("clip_boxes/ReverseV2", 0)),
         outputs=(OutputWire("clip_boxes/fastrcnn_all_boxes"),),
     )
+    fused_formula = ("boxes = min(max(boxes, 0), [height, width, height, width] of the image)",)
+    switch = ToolchainSwitch(SCOPE, ("ScopeClipBoxesPass",),
+                             note="registered general in older CANN ops packages, non-general since",
+                             sources=(BUILTIN_SCOPE_SOURCE,))

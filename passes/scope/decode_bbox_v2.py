@@ -2,14 +2,24 @@
 
 The id is the name the CANN scope-fusion reference enables (`--enable_scope_fusion_passes=DecodeBboxV2ScopeFusionPass`,
 registered by Ascend/samples' DecodeBboxV2 scope pass); the built-in ops package registers the same rule as
-ScopeDecodeBboxV2Pass, FuseLens's earlier id, which stays an alias. passes/toolchain.py lists both for the toolchain.
+ScopeDecodeBboxV2Pass, FuseLens's earlier id, which stays an alias. Its switch lists both for the toolchain.
 """
 
 from __future__ import annotations
 
 from passes.registry import register
 from passes.scope.features import NodeOpTypeFeature, ScopeFeature, ScopePattern
-from passes.scope.scope_pass import InputWire, OutputWire, ScopeRule, ScopeRulePass
+from passes.scope.rule import InputWire, OutputWire, ScopeRule
+from passes.scope.scope_pass import ScopeRulePass
+from passes.switch import BUILTIN_SCOPE_SOURCE, SCOPE, ToolchainSwitch
+
+_SAMPLE_DECODE = ("Ascend/samples cplusplus/level1_single_api/4_op_dev/1_custom_op/framework/tf_scope_fusion_pass/"
+                  "decode_bbox_v2_scope_fusion_pass.cpp (REGISTER_SCOPE_FUSION_PASS(\"DecodeBboxV2ScopeFusionPass\", "
+                  "..., false))")
+_SCOPE_DOC = ("https://www.hiascend.com/document/detail/en/TensorFlowCommercial/800/Scopefusionpattern/"
+              "tfscopefusionref (enable_scope_fusion_passes; its example enables DecodeBboxV2ScopeFusionPass)")
+_UNKNOWN_SCOPE_NAME = ("hicann/ge parser/parser/tensorflow/tensorflow_parser.cc (a listed name no pass registered is "
+                       "a warning, 'Failed to set enable flag of scope fusion pass', and is skipped)")
 
 
 @register
@@ -32,3 +42,13 @@ class DecodeBboxV2ScopeFusionPass(ScopeRulePass):
         inputs=(InputWire("transpose", 0), InputWire("get_center_coordinates_and_sizes/transpose", 0)),
         outputs=(OutputWire("transpose_1"),),
     )
+    fused_formula = (
+        "anchors (y_a, x_a, h_a, w_a); deltas (t_y, t_x, t_h, t_w), each divided by its scale factor",
+        "y = t_y · h_a + y_a,  x = t_x · w_a + x_a,  h = exp(t_h) · h_a,  w = exp(t_w) · w_a",
+        "boxes = [y − h/2, x − w/2, y + h/2, x + w/2]")
+    switch = ToolchainSwitch(
+        SCOPE, ("DecodeBboxV2ScopeFusionPass", "ScopeDecodeBboxV2Pass"),
+        note="the CANN reference and Ascend/samples register the rule as DecodeBboxV2ScopeFusionPass, the built-in "
+             "ops package as ScopeDecodeBboxV2Pass; both names are listed, and the parser skips the one the host "
+             "did not register",
+        sources=(_SAMPLE_DECODE, BUILTIN_SCOPE_SOURCE, _SCOPE_DOC, _UNKNOWN_SCOPE_NAME))

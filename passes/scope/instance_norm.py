@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from passes.registry import register
 from passes.scope.features import NodeOpTypeFeature
-from passes.scope.scope_pass import ScopeRulePass, moments_pair_rule
+from passes.scope.rule import moments_pair_rule
+from passes.scope.scope_pass import ScopeRulePass
+from passes.switch import BUILTIN_SCOPE_SOURCE, SCOPE, ToolchainSwitch
 
 
 @register
@@ -22,3 +24,6 @@ class ScopeInstanceNormPass(ScopeRulePass):
           NodeOpTypeFeature("Identity", -1))],
         skip_names=("resblock",),
     )
+    fused_formula = ("μ = mean(x, spatial axes) per sample and channel,  σ² = mean((x − μ)², same axes)",
+                     "y = γ · (x − μ) / √(σ² + ε) + β")
+    switch = ToolchainSwitch(SCOPE, ("ScopeInstanceNormPass",), sources=(BUILTIN_SCOPE_SOURCE,))

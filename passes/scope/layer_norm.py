@@ -16,8 +16,10 @@ from core.graph import Graph, TensorRef
 from passes.base import Culprit, Match, NearMiss
 from passes.registry import register
 from passes.scope.features import NodeOpTypeFeature, ScopeContext
-from passes.scope.scope_pass import ScopeRulePass, moments_pair_rule
+from passes.scope.rule import moments_pair_rule
+from passes.scope.scope_pass import ScopeRulePass
 from passes.scope.scope_tree import Scope, ScopeTree
+from passes.switch import BUILTIN_SCOPE_SOURCE, SCOPE, ToolchainSwitch
 
 KERAS3_RULE_FILE = "resources/keras3_layer_norm.yaml"
 
@@ -41,6 +43,8 @@ class ScopeLayerNormPass(ScopeRulePass):
         skip_names=("while", "resblock"),
         unpaired_hint=" (a Keras BatchNormalization, not a LayerNorm)",
     )
+    fused_formula = ("μ = mean(x, axes),  σ² = mean((x − μ)², axes)", "y = γ · (x − μ) / √(σ² + ε) + β")
+    switch = ToolchainSwitch(SCOPE, ("ScopeLayerNormPass",), general=True, sources=(BUILTIN_SCOPE_SOURCE,))
 
     def candidates(self, graph: Graph) -> Iterator[Match | NearMiss]:
         tree = ScopeTree(graph)

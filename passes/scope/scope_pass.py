@@ -18,53 +18,19 @@ the fused scopes, so TensorFlow still runs the graph.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from core.graph import Graph, GraphEditor, TensorRef
 from core.graph.provenance import Rewrite
 from passes.base import Culprit, FusionPass, Match, NearMiss, Reason
 from passes.fused import fuse_subgraph
-from passes.scope.features import NodeOpTypeFeature, ScopeContext, ScopeFeature, ScopePattern
+from passes.registry import catalog
+from passes.scope import scope_tree
+from passes.scope.explain import explain_scope
+from passes.scope.features import ScopeContext, ScopePattern
+from passes.scope.rule import InputWire, OutputWire, ScopeRule
 from passes.scope.scope_tree import Scope, ScopeTree
-
-
-@dataclass(frozen=True)
-class InputWire:
-    """Fused input i = input `input` of inner node `node`; `input` None = its one input from outside."""
-
-    node: str  # relative to the fused scope (`batchnorm/mul_1`), or a unique `/`-suffix of an inner name
-    input: int | None = None
-
-
-@dataclass(frozen=True)
-class OutputWire:
-    """Fused output k = output `port` of inner node `node`."""
-
-    node: str
-    port: int = 0
-
-
-@dataclass(frozen=True)
-class ScopeRule:
-    name: str
-    op_type: str
-    patterns: tuple[ScopePattern, ...]
-    inputs: tuple[InputWire, ...]
-    outputs: tuple[OutputWire, ...]
-    pair: tuple[str, str] | None = None  # (sub type, sibling sub type) fused together
-    skip_names: tuple[str, ...] = ()  # a fused scope whose name contains one of these is left alone
-    attrs: Mapping[str, Any] = field(default_factory=dict)  # constant attrs of the fused node
-    unpaired_hint: str = ""  # appended to "a X scope without a sibling Y scope"
-
-    @property
-    def sub_types(self) -> list[str]:
-        return list(dict.fromkeys(p.sub_type for p in self.patterns))
-
-    @property
-    def fused_sub_type(self) -> str:
-        return self.pair[0] if self.pair else self.sub_types[-1]
 
 
 class _Refused(Exception):
@@ -77,6 +43,9 @@ class ScopeRulePass(FusionPass):
 
     family = "scope"
     rule: ClassVar[ScopeRule]
+    # What the fused op computes, one line each (its explanation); a rule without one borrows that of a
+    # built-in pass fusing into the same op type.
+    fused_formula: ClassVar[tuple[str, ...]] = ()
 
     # ---- matching --------------------------------------------------------------------------
     def candidates(self, graph: Graph) -> Iterator[Match | NearMiss]:
@@ -198,6 +167,34 @@ class ScopeRulePass(FusionPass):
         return Rewrite(self.id, match.index, removed=match.nodes, created=(call,))
 
 
+    # ---- explaining --------------------------------------------------------------------------
+    @classmethod
+    def explain(cls, before: Graph, after: Graph, match: Match, rewrite: Rewrite | None) -> dict[str, Any]:
+        return cls.explainer(before, after)(match, rewrite)
+
+    @classmethod
+    def explainer(cls, before: Graph, after: Graph) -> Callable[[Match, Rewrite | None], dict[str, Any]]:
+        """Every match of a run is explained from one scope tree of `before`, built for the first."""
+        formula = cls.fused_op_formula()
+        trees: list[ScopeTree] = []
+
+        def explain(match: Match, rewrite: Rewrite | None) -> dict[str, Any]:
+            if not trees:
+                trees.append(scope_tree.ScopeTree(before))
+            return explain_scope(before, after, match, rewrite, cls.rule, formula, trees[0])
+
+        return explain
+
+    @classmethod
+    def fused_op_formula(cls) -> tuple[str, ...]:
+        """This pass's `fused_formula`, else that of a built-in scope pass fusing into the same op type (a
+        user rule fusing Keras 3's LayerNorm layout into LayerNorm explains it as LayerNorm)."""
+        if cls.fused_formula:
+            return cls.fused_formula
+        return next((c.fused_formula for c in catalog() if issubclass(c, ScopeRulePass) and c.fused_formula
+                     and c.rule.op_type == cls.rule.op_type), ())
+
+
 def op_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
     """The fused op's attrs as stored on the call node: `_`-prefixed, since TensorFlow refuses
     (and logs an error for) unknown attrs on a function call, but ignores `_` ones."""
@@ -248,22 +245,3 @@ def _check_all_inputs_wired(graph: Graph, nodes: Sequence[str], inside: set[str]
             if ref.node not in inside and ref not in wired:
                 raise _Refused(Reason(f"{node} reads {ref} from outside the scope, and no fused input is wired to it",
                                       ref.node, edge=(ref.node, node)))
-
-
-def moments_pair_rule(name: str, op_type: str, norm_scope: str, norm_census: Iterable[Sequence[NodeOpTypeFeature]],
-                      *, skip_names: tuple[str, ...], unpaired_hint: str = "") -> ScopeRule:
-    """LayerNorm / InstanceNorm: `X/<norm_scope>` (one census per variant) + sibling `X/moments`.
-
-    Wiring (toolchain): x = the outside input of `<norm>/mul_1`, gamma = that of `<norm>/mul`,
-    beta = input 0 of `<norm>/sub`; outputs y = `<norm>/add_1`, mean = `moments/mean`,
-    rstd = `<norm>/Rsqrt`.
-    """
-    norm = [ScopePattern(norm_scope, (*census, ScopeFeature(suffix=norm_scope))) for census in norm_census]
-    moments = ScopePattern("moments", (NodeOpTypeFeature("Mean", 2), NodeOpTypeFeature("SquaredDifference", 1),
-                                       NodeOpTypeFeature("Squeeze", -1), ScopeFeature(suffix="moments")))
-    return ScopeRule(
-        name, op_type, (*norm, moments),
-        inputs=(InputWire(f"{norm_scope}/mul_1"), InputWire(f"{norm_scope}/mul"), InputWire(f"{norm_scope}/sub", 0)),
-        outputs=(OutputWire(f"{norm_scope}/add_1"), OutputWire("moments/mean"), OutputWire(f"{norm_scope}/Rsqrt")),
-        pair=(norm_scope, "moments"), skip_names=skip_names, unpaired_hint=unpaired_hint,
-    )

@@ -28,7 +28,9 @@ from core.wording import shown
 from passes.base import FusionPass
 from passes.registry import catalog, pass_order
 from passes.scope.features import Feature, NodeAttrFeature, NodeOpTypeFeature, ScopeFeature, ScopePattern
-from passes.scope.scope_pass import InputWire, OutputWire, ScopeRule, ScopeRulePass
+from passes.scope.rule import InputWire, OutputWire, ScopeRule
+from passes.scope.scope_pass import ScopeRulePass
+from passes.switch import NO_SWITCH, SCOPE, ToolchainSwitch
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 _PATTERN_FIELDS = ("sub_type", "suffix", "census", "attrs", "sub_scopes")
@@ -256,7 +258,19 @@ def load_rule_file(path: str | Path) -> list[UserRule]:
 
 
 # ---- user rules as passes of one configuration's catalog ----------------------------------------
-def rule_pass_class(user: UserRule, replaces: type[FusionPass] | None, position: int) -> type[ScopeRulePass]:
+def rule_switch(name: str, builtins: Iterable[type[FusionPass]]) -> ToolchainSwitch:
+    """A user rule's toolchain switch: none (the toolchain runs C++ scope passes only), unless the rule has
+    a name a built-in scope pass registered, which then switches the toolchain's own rule of that name."""
+    builtin = next((c.switch for c in builtins if c.switch.kind == SCOPE and name in c.switch.names), None)
+    if builtin is None:
+        return NO_SWITCH
+    return ToolchainSwitch(SCOPE, builtin.names, general=builtin.general, sources=builtin.sources,
+                           note="a user rule with a built-in's name: the toolchain runs its own built-in rule "
+                                "of that name, not the rule file's")
+
+
+def rule_pass_class(user: UserRule, replaces: type[FusionPass] | None, position: int,
+                    switch: ToolchainSwitch) -> type[ScopeRulePass]:
     """A scope pass class for one user rule; it keeps the slot (order) of the built-in it replaces."""
     rule = user.rule
     general = user.general if user.general is not None else bool(replaces and replaces.general)
@@ -265,7 +279,8 @@ def rule_pass_class(user: UserRule, replaces: type[FusionPass] | None, position:
         "order": replaces.order if replaces else USER_ORDER + position,
         "title": f"{rule.op_type} (user rule)",
         "description": user.description or f"User rule from {user.source}: fuses scopes into {rule.op_type}.",
-        "source": user.source, "__module__": __name__, "__doc__": f"User scope rule {rule.name} from {user.source}.",
+        "source": user.source, "switch": switch, "__module__": __name__,
+        "__doc__": f"User scope rule {rule.name} from {user.source}.",
     }
     return type(f"UserRule_{re.sub(r'[^A-Za-z0-9_]', '_', rule.name)}", (ScopeRulePass,), attrs)
 
@@ -273,11 +288,12 @@ def rule_pass_class(user: UserRule, replaces: type[FusionPass] | None, position:
 def catalog_with_rules(rules: Iterable[UserRule]) -> list[type[FusionPass]]:
     """The built-in catalog with these user rules as scope passes: a rule with a built-in's name
     replaces it (and keeps its place), the others run after the built-ins. Nothing global changes."""
-    passes = {c.id: c for c in catalog()}
+    builtins = catalog()
+    passes = {c.id: c for c in builtins}
     for position, user in enumerate(rules):
         replaced = passes.get(user.rule.name)
         if replaced is not None and replaced.family != "scope":
             raise FuseLensError(f"{user.source}: rule {user.rule.name} has the name of the {replaced.family} "
                                 "pass; a scope rule may only replace a scope pass")
-        passes[user.rule.name] = rule_pass_class(user, replaced, position)
+        passes[user.rule.name] = rule_pass_class(user, replaced, position, rule_switch(user.rule.name, builtins))
     return sorted(passes.values(), key=pass_order)

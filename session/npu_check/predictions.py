@@ -8,7 +8,7 @@ from typing import Any
 
 from core.graph import Graph
 from core.graph.provenance import Provenance
-from passes.registry import PipelineResult, run_pipeline
+from passes.pipeline import PipelineResult, run_pipeline
 
 
 @dataclass

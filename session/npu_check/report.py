@@ -16,7 +16,7 @@ from core.measure.msprof import FusionOpRecord
 from core.measure.profile import NodeMapper
 from core.measure.result import GraphRun, RunResult
 from passes.ledger import compare_with_toolchain
-from passes.registry import PipelineResult
+from passes.pipeline import PipelineResult
 from session.npu_check.evidence import NpuEvidence, gather_evidence, pick_stage
 from session.npu_check.predictions import Prediction, predictions
 from session.npu_check.verdicts import (

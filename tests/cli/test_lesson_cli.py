@@ -13,7 +13,7 @@ import pytest
 
 from cli import main as cli_main
 from core.formats.loaders import load_model
-from passes.registry import run_pipeline
+from passes.pipeline import run_pipeline
 
 URL = re.compile(r"(?:https?|ftp)://|//[a-z0-9.-]+\.[a-z]{2,}/", re.IGNORECASE)
 

@@ -15,7 +15,7 @@ import pytest
 
 from cli import main as cli_main
 from core.ascend.remote import LOCAL, Host, RemoteError, transport_for
-from passes.registry import run_pipeline
+from passes.pipeline import run_pipeline
 from session.remote_run import HostStore, RunHistory, new_record
 from tests.npu_artifacts import GE_ONLY_PASS
 from tests.sessions.test_npu_check import write_bundle_results

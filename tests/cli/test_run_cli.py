@@ -65,7 +65,7 @@ def write_op_summary(path, rows) -> None:
 
 def test_import_profile_maps_to_the_graph_the_window_would(capsys, tmp_path, load_sample):
     from core.ascend.profile_import import import_run_file
-    from passes.registry import run_pipeline
+    from passes.pipeline import run_pipeline
 
     path = tmp_path / "op_summary_0_1.csv"
     write_op_summary(path, [(FUSED, "AscBackend", 100.0, 4.5), (FUSED, "AscBackend", 1100.0, 5.5)])

@@ -20,7 +20,7 @@ FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
 
 @pytest.fixture(scope="module")
 def abs_relu_exp(load_sample):
-    from passes.registry import run_pipeline
+    from passes.pipeline import run_pipeline
 
     graph = load_sample("abs_relu_exp")
     pipeline = run_pipeline(graph)

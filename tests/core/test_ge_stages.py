@@ -11,7 +11,7 @@ from core.ascend.ge.dump import GE_ONNX, GE_PROTO
 from core.ascend.ge.open import open_graph
 from core.ascend.ge.stages import parse_dump_name, scan_dump_folder
 from core.errors import FuseLensError
-from passes.registry import run_pipeline
+from passes.pipeline import run_pipeline
 from tests.npu_artifacts import FINAL_STAGE, ge_ops, toolchain_fusions, write_dump_folder
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"

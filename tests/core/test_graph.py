@@ -266,7 +266,7 @@ def indexes(graph: Graph) -> tuple:
 
 @pytest.mark.parametrize("sample", ["demo", "keras_bn_small_ops", "bert_layernorm"])
 def test_a_built_graph_shares_unchanged_nodes_and_equals_its_graph_def_read_afresh(sample, load_sample):
-    from passes.registry import run_pipeline
+    from passes.pipeline import run_pipeline
 
     original = load_sample(sample)
     fused = run_pipeline(original).fused

@@ -11,7 +11,7 @@ from core.measure.profile import NodeMapper
 from core.runtime import layer_norm
 from core.runtime.lowering import EPILOGUE, FUNCTION_CALL, LAYER_NORM, XLA_KERNEL, execution_plan, lower
 from core.tfimport import import_tensorflow
-from passes.registry import run_pipeline
+from passes.pipeline import run_pipeline
 from tests.core.test_layer_norm import keras2_layer_norm_graph
 
 

@@ -10,7 +10,7 @@ from core.ascend.npu_target import ADDITIONS, TARGETS, Addition, for_target, op_
 from core.errors import FuseLensError
 from core.formats.loaders import load_model
 from core.formats.samples import SAMPLES
-from passes.registry import run_pipeline
+from passes.pipeline import run_pipeline
 
 tf = pytest.importorskip("tensorflow")
 

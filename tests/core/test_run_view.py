@@ -28,7 +28,7 @@ from core.runtime.run_view import (
     timeline_lanes,
     top_kernels,
 )
-from passes.registry import run_pipeline
+from passes.pipeline import run_pipeline
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
 OP_SUMMARY_HEADER = ("Device_id,Model ID,Task ID,Stream ID,Op Name,OP Type,OP State,Task Type,Task Start Time(us),"

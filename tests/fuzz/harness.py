@@ -277,7 +277,7 @@ def _load_graph(path: Path) -> None:
     """Load and inspect, then the default passes: `fuselens fuse` without the subprocess."""
     from core.formats.loaders import load_model
     from core.graph.inspect import summarize
-    from passes.registry import run_pipeline
+    from passes.pipeline import run_pipeline
 
     graph = load_model(path).graph
     summarize(graph)

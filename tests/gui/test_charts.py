@@ -12,7 +12,7 @@ from PySide6.QtCore import QPointF, Qt
 from core.formats.loaders import load_model
 from core.graph.opclass import PALETTE
 from core.runtime import RunRequest, RunResult, run
-from passes.registry import run_pipeline
+from passes.pipeline import run_pipeline
 from tests.gui.helpers import open_and_wait
 
 SAMPLE = "abs_relu_exp"

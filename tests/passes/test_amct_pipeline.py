@@ -11,7 +11,8 @@ import pytest
 from core.formats.execute import random_feeds, run_graph
 from core.formats.samples import SAMPLES
 from core.graph import Graph, proto
-from passes.registry import catalog, run_pipeline
+from passes.pipeline import run_pipeline
+from passes.registry import catalog
 from tests.passes.amct_check import assert_same_outputs
 
 AMCT_DEFAULTS = [c.id for c in catalog() if c.family == "amct" and c.default_enabled]

@@ -6,7 +6,7 @@ import pytest
 from autofuse_check import assert_same_outputs
 
 from passes.config import PassConfig
-from passes.registry import run_pipeline
+from passes.pipeline import run_pipeline
 from passes.report import build_report, format_report
 
 pytestmark = pytest.mark.slow

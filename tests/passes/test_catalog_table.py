@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from core.errors import FuseLensError
-from passes.registry import catalog, catalog_markdown, with_pass_table
+from passes.pass_table import catalog_markdown, with_pass_table
+from passes.registry import catalog
 
 README = Path(__file__).resolve().parents[2] / "docs" / "reference" / "passes.md"
 

@@ -9,7 +9,7 @@ from core.graph import TensorRef, proto
 from core.graph.nodes import make_const, make_node
 from passes.base import Match
 from passes.explain_render import explanation_html, explanation_markdown
-from passes.registry import PipelineResult, run_pipeline
+from passes.pipeline import PipelineResult, run_pipeline
 from tests.passes.amct_check import FLOAT, conv, placeholder, toy_graph
 
 
@@ -104,11 +104,11 @@ def test_random_weights_and_statistics(depthwise):
     pipeline = run_pipeline(graph, [pass_id])
     (match,) = matches_of(pipeline, pass_id)
     check_bn_fold(graph, pipeline.fused, match)
-    from passes.explain import explain_bn_fold
+    from passes.registry import get_pass
 
     result = pipeline.result(pass_id)
     for channel in (1, 5):  # a channel past the first: depthwise channel = in * mult + m
-        match.explanation = explain_bn_fold(graph, pipeline.fused, match, result.rewrites[0], channel=channel)
+        match.explanation = get_pass(pass_id).explain(graph, pipeline.fused, match, result.rewrites[0], channel=channel)
         assert match.explanation["example"]["channel"] == channel
         if depthwise:
             assert match.explanation["example"]["weight_index"] == [0, 0, channel // 2, channel % 2]

@@ -11,7 +11,7 @@ import pytest
 from passes import registry
 from passes.amct.conv_bn import ConvBatchnormFusionPass
 from passes.config import PassConfig
-from passes.registry import run_pipeline
+from passes.pipeline import run_pipeline
 from tests.passes.amct_check import assert_same_outputs
 
 SAMPLE = "keras_bn_small_ops"

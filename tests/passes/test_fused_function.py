@@ -20,7 +20,8 @@ from core.formats.samples import SAMPLES
 from core.graph import Graph, opdefs, proto
 from core.graph.nodes import make_node
 from passes.config import PassConfig
-from passes.registry import catalog, run_pipeline
+from passes.pipeline import run_pipeline
+from passes.registry import catalog
 from tests.passes.function_reference import tensorflow_function
 
 ROOT = Path(__file__).resolve().parents[2]

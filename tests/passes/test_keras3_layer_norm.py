@@ -15,7 +15,7 @@ from core.formats.loaders import load_model
 from core.graph import Graph, proto
 from passes.amct.small_op_bn import SmallOpBatchnormFusionPass
 from passes.config import PassConfig
-from passes.registry import run_pipeline
+from passes.pipeline import run_pipeline
 from passes.scope.layer_norm import KERAS3_RULE_FILE, ScopeLayerNormPass
 from tests.passes.scope_check import assert_same_outputs, fused_calls
 from tests.zoo.models import ROOT, zoo_model

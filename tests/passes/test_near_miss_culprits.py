@@ -16,7 +16,7 @@ from core.graph.nodes import make_node
 from passes.base import Culprit, FusionPass, Match, NearMiss, Reason
 from passes.config import PassConfig
 from passes.pattern import ANY, Op, match
-from passes.registry import run_pipeline
+from passes.pipeline import run_pipeline
 
 
 def near_misses(sample: str, pass_id: str) -> dict[str, NearMiss]:

@@ -7,7 +7,7 @@ import pytest
 from passes.base import SHOWN_NEAR_MISSES, NearMiss, PassResult
 from passes.config import PassConfig
 from passes.ledger import pipeline_ledger
-from passes.registry import PipelineResult, run_pipeline
+from passes.pipeline import PipelineResult, run_pipeline
 from passes.report import format_pipeline
 
 

@@ -4,7 +4,7 @@ id ScopeDecodeBboxV2Pass (the built-in ops package's name) still switches it, wi
 from __future__ import annotations
 
 from passes.config import PassConfig
-from passes.registry import run_pipeline
+from passes.pipeline import run_pipeline
 from passes.scope.decode_bbox_v2 import DecodeBboxV2ScopeFusionPass
 from passes.scope.scope_tree import ScopeTree
 from tests.passes.scope_check import assert_same_outputs, fused_calls

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from passes.config import PassConfig
-from passes.registry import default_pass_ids, run_pipeline
+from passes.pipeline import run_pipeline
+from passes.registry import default_pass_ids
 from passes.scope.instance_norm import ScopeInstanceNormPass
 from tests.passes.scope_check import assert_same_outputs, fused_calls
 

@@ -8,7 +8,8 @@ import pytest
 
 from core.errors import FuseLensError
 from passes.config import PassConfig
-from passes.registry import get_pass, run_pipeline
+from passes.pipeline import run_pipeline
+from passes.registry import get_pass
 from passes.scope.layer_norm import ScopeLayerNormPass
 from passes.scope.user_rules import catalog_with_rules, load_rule_file, parse_rules
 from tests.passes.scope_check import assert_same_outputs, fused_calls

@@ -7,29 +7,21 @@ import pytest
 
 from core.formats.switch_file import skip_node_names_cfg
 from passes.config import PassConfig
-from passes.registry import catalog, run_pipeline
-from passes.toolchain import (
-    AMCT,
-    GE_PASSES,
-    NONE,
-    SCOPE,
-    SWITCHES,
-    baseline_forms,
-    fused_forms,
-    limits,
-    switch_of,
-)
+from passes.pipeline import run_pipeline
+from passes.registry import catalog
+from passes.switch import AMCT, NO_SWITCH, NONE, SCOPE
+from passes.toolchain import baseline_forms, fused_forms, limits, modelled_ge_passes, switch_of
 
 
 def test_every_builtin_pass_has_a_cited_switch_and_scope_ids_are_registered_names():
-    assert set(SWITCHES) == {c.id for c in catalog()}
+    assert all(switch_of(c) is not NO_SWITCH for c in catalog())  # each built-in module declares its switch
     for cls in catalog():
         switch = switch_of(cls)
         assert switch.sources and all(" " in s for s in switch.sources)  # "repository path (what)" or a URL
         assert (switch.kind == SCOPE) == (cls.family == "scope")
         if switch.kind == SCOPE:
             assert cls.id == switch.names[0] and switch.general == cls.general  # the id is the toolchain's
-    assert GE_PASSES == ("ConvBatchnormFusionPass", "AConv2dMulFusion")
+    assert modelled_ge_passes(catalog()) == ("ConvBatchnormFusionPass", "AConv2dMulFusion")
     assert switch_of(catalog()[3]).names == ("DecodeBboxV2ScopeFusionPass", "ScopeDecodeBboxV2Pass")
 
 
@@ -102,3 +94,16 @@ def test_a_user_rule_with_a_builtin_name_is_switched_by_that_name(tmp_path):
     switch = switch_of(config.get_pass("ScopeInstanceNormPass"))
     assert switch.kind == SCOPE and switch.names == ("ScopeInstanceNormPass",) and "built-in rule" in switch.note
     assert config.scope_list() == "ScopeInstanceNormPass"
+
+
+def test_a_subclass_with_an_id_of_its_own_is_a_pass_the_toolchain_does_not_know():
+    """A switch belongs to the class that declares it: a variant of a built-in (a test's, a plugin's) is not
+    switched by the built-in's names, and does not close the built-in's device pass."""
+    from passes.amct.conv_bn import ConvBatchnormFusionPass
+
+    class VariantConvBn(ConvBatchnormFusionPass):
+        id = "VariantConvBnPass"
+
+    assert switch_of(VariantConvBn) is NO_SWITCH
+    assert switch_of(ConvBatchnormFusionPass).ge_passes == ("ConvBatchnormFusionPass",)
+    assert modelled_ge_passes([VariantConvBn]) == ()

@@ -15,7 +15,7 @@ from passes import registry
 from passes.amct.conv_bn import ConvBatchnormFusionPass
 from passes.autofuse.autofuse_pass import AutoFusePass
 from passes.config import PassConfig
-from passes.registry import run_pipeline
+from passes.pipeline import run_pipeline
 from session.bisect import BisectOptions, Bisector, minimal_failing
 from tests.passes.amct_check import assert_same_outputs
 from tests.sessions.fault_models import (

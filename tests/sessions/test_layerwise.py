@@ -9,7 +9,7 @@ from core.runtime.runner import RunRequest, start_run, wait
 from passes import registry
 from passes.amct.depthwise_bn import DepthwiseConvBatchnormFusionPass
 from passes.config import PassConfig
-from passes.registry import run_pipeline
+from passes.pipeline import run_pipeline
 from session.layerwise import build_report, format_report, fused_nodes, plan_layers
 from tests.sessions.fault_models import MOBILENET_VICTIM, MisfoldingDepthwiseBn
 

@@ -12,7 +12,7 @@ import pytest
 from core.ascend.profile_import import import_run_file
 from core.ascend.remote import missing_results
 from gui.predicted_rows import AGREED, DIFFERENT, EXTRA, MISSING, check_rows
-from passes.registry import run_pipeline
+from passes.pipeline import run_pipeline
 from session.npu_check import check_imported
 from tests.npu_artifacts import GE_ONLY_PASS, write_npu_run
 

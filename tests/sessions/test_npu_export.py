@@ -10,7 +10,7 @@ import pytest
 from cli import parse_args
 from core.formats.loaders import load_model
 from passes.config import PassConfig
-from passes.registry import run_pipeline
+from passes.pipeline import run_pipeline
 from session.npu_export import export_npu_bundle, import_command
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from core.formats.loaders import load_model
 from passes.config import PassConfig
-from passes.registry import run_pipeline
+from passes.pipeline import run_pipeline
 from session import Session, Stage
 
 

@@ -23,7 +23,8 @@ from core.graph.nodes import make_const, make_node
 from core.measure.compare import pair_outputs
 from core.runtime.lowering import LAYER_NORM
 from passes.config import PassConfig
-from passes.registry import catalog, run_pipeline
+from passes.pipeline import run_pipeline
+from passes.registry import catalog
 from tests.zoo.models import BERT_NAME, ZOO, zoo_model
 from tests.zoo.zoo_check import SCALE_TOLERANCE, assert_agrees, relative_error
 
