@@ -173,7 +173,7 @@ def run_import_profile(args: argparse.Namespace) -> int:
     """The window's import: one profile lands on the graph (original or fused) its kernel names fit; with a
     model, the profile and whatever else came back (fusion_result.json, dumps) are set against the prediction."""
     from core.runtime.profile_import import import_run_file
-    from session.npu_check import format_check
+    from session.npu_report import format_check
 
     if not args.model:
         given = [o for o, v in (("--check", args.check), ("--fusion-result", args.fusion_result),

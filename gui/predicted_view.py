@@ -1,6 +1,6 @@
 """The run dock's "Predicted vs actual" tab: FuseLens's predictions set against what the NPU toolchain did.
 
-The rows come from session/npu_check.py (`check_rows`): this view shows them, filters them by status and
+The rows come from session/npu_report.py (`check_rows`): this view shows them, filters them by status and
 hands a clicked row to the dock, which turns it into the window's shared selection.
 """
 
@@ -12,7 +12,7 @@ from PySide6.QtCore import QModelIndex, QRegularExpression, QSortFilterProxyMode
 from PySide6.QtGui import QBrush, QColor, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
 
-from session.npu_check import AGREED, DIFFERENT, EXTRA, MISSING, NO_EVIDENCE, STATUSES, CheckRow, check_rows
+from session.npu_report import AGREED, DIFFERENT, EXTRA, MISSING, NO_EVIDENCE, STATUSES, CheckRow, check_rows
 
 COLUMNS = ("Status", "Pass", "FuseLens node", "Original nodes", "Toolchain", "NPU µs/step", "Evidence")
 STATUS_COLOURS = {AGREED: "#d7f0d2", MISSING: "#f6d0cc", DIFFERENT: "#fbe3bf", EXTRA: "#d6e4f5",

@@ -36,12 +36,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.errors import Cancelled, FuseLensError
-from core.runtime import Progress, RunHandle, RunRequest, RunResult, start_run
-from core.runtime.backend_probe import probe_backends
 from core.runtime.backends import BackendStatus
-from core.runtime.npu_bundle import BundleReport
-from core.runtime.npu_script import MODES
-from core.runtime.profile_import import import_run_file
 from core.runtime.run_view import open_inputs, parse_input_shapes
 from core.runtime.trace import write_chrome_trace, write_kernel_csv
 from core.samples import SAMPLES
@@ -55,13 +50,15 @@ from gui.predicted_view import PredictedView
 from gui.selection import Selection, SelectionModel
 from gui.workers import Task, Worker, WorkerPool
 from session import FusionJob, Session
-from session.layerwise import LayerwiseReport, build_report, plan_layers
-from session.npu_check import CheckRow, check_npu_result
 
 if TYPE_CHECKING:
+    from core.runtime import Progress, RunHandle, RunRequest, RunResult
+    from core.runtime.npu_bundle import BundleReport
     from gui.main_window import MainWindow
     from gui.remote_run import RemoteRuns
     from passes.registry import PipelineResult
+    from session.layerwise import LayerwiseReport
+    from session.npu_report import CheckRow
 
 HelperFuse = Callable[[FusionJob, Callable[[str], None], Callable[[], bool]], "PipelineResult"]
 
@@ -94,6 +91,8 @@ class _BackendProbe:
         deliver(self.statuses)
 
     def _probe(self) -> None:
+        from core.runtime.backend_probe import probe_backends
+
         statuses = probe_backends()
         with self._lock:
             self.statuses, waiting, self._waiting = statuses, self._waiting, []
@@ -265,6 +264,8 @@ class RunPanel(QWidget):
         model, pipeline = self.session.model, self.session.pipeline
         if model is None or pipeline is None:
             raise FuseLensError("open a model first (and let the passes run): there is nothing to run yet")
+        from core.runtime import RunRequest  # the runner and what a run needs are imported when one is asked for
+
         backend = self.backend.currentData()
         return RunRequest(
             original=model.graph, fused=pipeline.fused, model=model.name,
@@ -293,6 +294,9 @@ class RunPanel(QWidget):
 
         def task(progress: Callable[[str], None], cancelled: Callable[[], bool]
                  ) -> tuple[RunResult, LayerwiseReport | None]:
+            from core.runtime import start_run
+            from session.layerwise import build_report, plan_layers
+
             plan = None
             if layered:
                 progress("layerwise: fusing up to each pass")
@@ -439,6 +443,9 @@ class RunPanel(QWidget):
         pipeline, model = self.session.pipeline, self.session.model
 
         def work(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> tuple[RunResult, Any]:
+            from core.runtime.profile_import import import_run_file
+            from session.npu_check import check_npu_result
+
             result = import_run_file(path, original, fused)
             return result, check_npu_result(pipeline, path, result, model=model.name if model else "")
 
@@ -516,6 +523,8 @@ class RunPanel(QWidget):
         save_dialog(self, title, name, file_filter, write, self.status)
 
     def npu_script_dialog(self) -> None:
+        from core.runtime.npu_script import MODES
+
         mode, ok = QInputDialog.getItem(self, "NPU run script", "Ascend software stack:",
                                         [f"{m}: {title}" for m, title in MODES.items()], 0, False)
         if ok:

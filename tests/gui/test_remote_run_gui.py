@@ -17,7 +17,7 @@ import pytest
 
 from core.runtime.remote import LOCAL, Host, transport_for
 from gui.remote_run import REMOTE
-from session.npu_check import AGREED
+from session.npu_report import AGREED
 from session.remote_run import HostStore, RunHistory, new_record
 from tests.gui.helpers import open_and_wait
 from tests.npu_artifacts import GE_ONLY_PASS

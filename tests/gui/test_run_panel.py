@@ -165,7 +165,7 @@ def test_npu_bundle_export_is_written_by_the_tensorflow_helper(qtbot, panel, tmp
 def test_an_imported_npu_run_shows_predicted_vs_actual_and_a_row_selects_its_nodes(qtbot, window, tmp_path, dialogs):
     """A bundle's results folder: the tab appears with a row per prediction, AMCT's fold agreed as done before
     GE, a filter by status, and a click selecting the row's nodes in both panes; another model hides the tab."""
-    from session.npu_check import AGREED, EXTRA
+    from session.npu_report import AGREED, EXTRA
     from tests.npu_artifacts import GE_ONLY_PASS
     from tests.sessions.test_npu_check import write_bundle_results
 

@@ -12,7 +12,8 @@ import pytest
 from core.runtime.profile_import import import_run_file
 from core.runtime.remote import missing_results
 from passes.registry import run_pipeline
-from session.npu_check import AGREED, DIFFERENT, EXTRA, MISSING, check_imported, check_rows
+from session.npu_check import check_imported
+from session.npu_report import AGREED, DIFFERENT, EXTRA, MISSING, check_rows
 from tests.npu_artifacts import GE_ONLY_PASS, write_npu_run
 
 
