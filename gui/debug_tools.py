@@ -45,13 +45,12 @@ from gui.workers import Worker
 from passes.config import PassConfig
 from passes.pipeline import PipelineResult
 from session import FusionJob
-from session.bisect import BisectOptions, Bisector, BisectResult, format_result
-from session.config_diff import diff_configs, format_diff, run_both
 
 if TYPE_CHECKING:
     from gui.host import PanelHost
     from gui.match_list import MatchList
     from gui.run_panel import RunPanel
+    from session.bisect import BisectOptions, BisectResult
 
 BISECT_SLOT = "bisect"
 COMPARE_SLOT = "compare"
@@ -146,6 +145,8 @@ class BisectPanel(QWidget):
             except ValueError:
                 raise FuseLensError(f"{name}: not a number: {text!r}") from None
 
+        from session.bisect import BisectOptions  # the bisect brings the runner: imported when first used
+
         shapes = parse_input_shapes(self.input_shapes())
         return BisectOptions(by=self.by.currentData(), rtol=number(self.rtol, "rtol"), atol=number(self.atol, "atol"),
                              slowdown=self.slowdown.value(), steps=self.steps.value(), input_shapes=shapes)
@@ -165,6 +166,8 @@ class BisectPanel(QWidget):
         graph, config, name = session.model.graph, session.config, session.model.name
 
         def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> BisectResult:
+            from session.bisect import Bisector
+
             return Bisector(graph, config, options, helper_fuse(host, cancelled), model=name, progress=progress,
                             cancelled=cancelled).run()
 
@@ -210,7 +213,12 @@ class BisectPanel(QWidget):
         self.host.status.showMessage("Bisect cancelled; its child process was stopped", 5000)
 
     def show_result(self, result: BisectResult | None) -> None:
-        self.text.setPlainText(format_result(result) if result is not None else "")
+        if result is None:
+            self.text.setPlainText("")
+        else:
+            from session.bisect import format_result
+
+            self.text.setPlainText(format_result(result))
         found = result is not None and result.found
         for button in (self.select_button, self.apply_button, self.export_button):
             button.setEnabled(found)
@@ -296,6 +304,8 @@ class CompareDialog(QDialog):
         shapes = parse_input_shapes(self.input_shapes())
 
         def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> str:
+            from session.config_diff import diff_configs, format_diff, run_both  # brings the runner
+
             progress("compare: fusing both configurations")
             diff, first, second = diff_configs(graph, a, b, helper_fuse(host, cancelled), "current", b_label)
             if running and not cancelled():

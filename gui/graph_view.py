@@ -43,7 +43,7 @@ from core.graph.opclass import BORDER, DIFF_COLOURS, PALETTE
 from core.layout import Layout, LayoutEdge, LayoutNode
 from core.layout.change import LayoutChange, edge_key, layout_change
 from core.layout.expand import FRAME_HEADER
-from gui.guard import guarded
+from gui.guard import safe_override
 from gui.workers import run_in_slices
 
 SELECTED = QColor("#1a73e8")
@@ -150,7 +150,7 @@ class NodeItem(QGraphicsRectItem):
             return QColor(fill), QColor(border)
         return QColor(self.look.fills[self.category]), QColor(self.look.borders[self.category])
 
-    @guarded()
+    @safe_override()
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
         lod = option.levelOfDetailFromTransform(painter.worldTransform())
         fill, border = self.colours()
@@ -227,7 +227,7 @@ class EdgeItem(QGraphicsPathItem):
         self.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
         self.label_at = self.route.pointAtPercent(0.5) if edge.label else None
 
-    @guarded()
+    @safe_override()
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
         lod = option.levelOfDetailFromTransform(painter.worldTransform())
         colour = QColor(EDGE_COLOURS[self.edge.control])
@@ -291,11 +291,11 @@ class _Layer(QGraphicsItem):
         self.colour_changes = 0  # diff-status changes of its boxes (a pane sets them on the items)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemHasNoContents, True)
 
-    @guarded(QRectF())
+    @safe_override(QRectF())
     def boundingRect(self) -> QRectF:
         return QRectF()
 
-    @guarded()
+    @safe_override()
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
         pass
 
@@ -588,11 +588,11 @@ class GraphView(QGraphicsView):
         self.setBackgroundBrush(QColor(look.background))
         self.viewport().update()
 
-    @guarded()
+    @safe_override()
     def wheelEvent(self, event) -> None:
         self.zoom(1.0015 ** event.angleDelta().y())
 
-    @guarded()
+    @safe_override()
     def paintEvent(self, event) -> None:
         shown = not self.picture_wanted()
         if self.layer.isVisible() != shown:
@@ -700,7 +700,7 @@ class GraphView(QGraphicsView):
         return max((item for item in self.frame_items.values() if near(item)), key=lambda item: item.zValue(),
                    default=None)
 
-    @guarded(False)
+    @safe_override(False)
     def viewportEvent(self, event: QEvent) -> bool:
         """Under the far-zoom picture the items are hidden, so a box's tooltip comes from the layout."""
         if event.type() == QEvent.Type.ToolTip and not self.layer.isVisible():
@@ -712,12 +712,12 @@ class GraphView(QGraphicsView):
             return True
         return super().viewportEvent(event)
 
-    @guarded()
+    @safe_override()
     def mousePressEvent(self, event) -> None:
         self._press = event.position()
         super().mousePressEvent(event)
 
-    @guarded()
+    @safe_override()
     def mouseReleaseEvent(self, event) -> None:
         super().mouseReleaseEvent(event)
         if self._press is not None and (event.position() - self._press).manhattanLength() < 5 \
@@ -729,13 +729,13 @@ class GraphView(QGraphicsView):
                 self.node_clicked.emit(item.node.key)
         self._press = None
 
-    @guarded()
+    @safe_override()
     def mouseDoubleClickEvent(self, event) -> None:
         item = self.node_at(event.position().toPoint())
         if item is not None:
             self.node_activated.emit(item.node.key)
 
-    @guarded()
+    @safe_override()
     def keyPressEvent(self, event) -> None:
         """Enter opens (or closes) the one selected box in place, like a double-click."""
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and len(self.selected_keys) == 1:
@@ -743,7 +743,7 @@ class GraphView(QGraphicsView):
             return
         super().keyPressEvent(event)
 
-    @guarded()
+    @safe_override()
     def contextMenuEvent(self, event) -> None:
         item = self.node_at(event.pos())
         if self.layout_ is None:

@@ -1,6 +1,6 @@
 """Qt calls a widget's overrides (paint, events, a model's data) from C++, and an exception escaping
 one of them can take the whole process down under PySide (a KeyError in a box's paint did). Every
-override in gui/ is wrapped by `guarded`: a bug in one shows as a line in the window's status bar
+override in gui/ is wrapped by `safe_override`: a bug in one shows as a line in the window's status bar
 and a log entry with its traceback, the override returns a harmless default, and the window lives
 on. tests/gui/test_guard.py fails on an override that is not guarded."""
 
@@ -23,7 +23,7 @@ def add_reporter(report: Callable[[str], None]) -> Callable[[], None]:
     return lambda: _reporters.remove(report) if report in _reporters else None
 
 
-def guarded(default: Any = None) -> Callable[[Method], Method]:
+def safe_override(default: Any = None) -> Callable[[Method], Method]:
     """An override that never lets an exception reach Qt: it logs it, reports it and returns `default`."""
     def wrap(method: Method) -> Method:
         @functools.wraps(method)

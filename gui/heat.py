@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 from core.measure.result import RunResult
 from core.runtime.run_view import SIDE_OF_LABEL, format_us, node_times
 from gui.graph_view import GraphView
-from gui.guard import guarded
+from gui.guard import safe_override
 from session import Session
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class GradientBar(QWidget):
         super().__init__(parent)
         self.setFixedSize(110, 14)
 
-    @guarded()
+    @safe_override()
     def paintEvent(self, event: Any) -> None:
         painter = QPainter(self)
         gradient = QLinearGradient(0, 0, self.width(), 0)

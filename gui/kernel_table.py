@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidge
 from core.graph.opclass import PALETTE
 from core.measure.result import GraphRun, KernelStat, RunResult
 from core.runtime.run_view import SIDE_OF_LABEL, kernel_category, per_step_us
-from gui.guard import guarded
+from gui.guard import safe_override
 
 SORT_ROLE = Qt.ItemDataRole.UserRole
 COLUMNS = ["Graph", "Kernel", "Op type", "Node", "Pass", "Device", "Count", "µs / step", "Total µs", "Mean µs",
@@ -29,15 +29,15 @@ class KernelTableModel(QAbstractTableModel):
         self.rows = [(label, run, k) for label, run in (result.graphs.items() if result else ()) for k in run.kernels]
         self.endResetModel()
 
-    @guarded(0)
+    @safe_override(0)
     def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
         return 0 if parent.isValid() else len(self.rows)
 
-    @guarded(0)
+    @safe_override(0)
     def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(COLUMNS)
 
-    @guarded()
+    @safe_override()
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return COLUMNS[section]
@@ -48,7 +48,7 @@ class KernelTableModel(QAbstractTableModel):
         return [label, k.kernel, k.op_type, k.node or "", k.pass_id or "", k.device, k.count,
                 round(per_step_us(k, run), 3), k.total_us, k.mean_us, k.min_us, k.max_us]
 
-    @guarded()
+    @safe_override()
     def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None

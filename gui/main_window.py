@@ -21,7 +21,7 @@ from core.layout.overview import drawn_name, expand_scope, hidden_in
 from gui.chrome import build_chrome
 from gui.debug_tools import install_debug_tools
 from gui.dialogs import RecentFiles, show_error
-from gui.guard import add_reporter, guarded
+from gui.guard import add_reporter, safe_override
 from gui.host import PanelHost
 from gui.match_list import MatchList
 from gui.model_jobs import ModelJobs
@@ -212,7 +212,7 @@ class MainWindow(QMainWindow):
         """
         self._open_after_paint = spec
 
-    @guarded()
+    @safe_override()
     def paintEvent(self, event) -> None:
         super().paintEvent(event)
         if self._open_after_paint is not None:
@@ -220,12 +220,12 @@ class MainWindow(QMainWindow):
             # A 1 ms timer, so the timers due by then run first (a 0 ms one is a posted call, delivered ahead).
             QTimer.singleShot(1, self, lambda: self.open_model(spec))
 
-    @guarded()
+    @safe_override()
     def dragEnterEvent(self, event) -> None:
         if event.mimeData().hasUrls():
             event.acceptProposedAction()
 
-    @guarded()
+    @safe_override()
     def dropEvent(self, event) -> None:
         for url in event.mimeData().urls():
             if url.isLocalFile():
@@ -400,7 +400,7 @@ class MainWindow(QMainWindow):
             if collapsed is not None and not scopes <= collapsed:
                 self.session.set_collapsed(side, collapsed | scopes)
 
-    @guarded()
+    @safe_override()
     def closeEvent(self, event) -> None:
         self._stop_reporting()
         self.workers.shutdown()

@@ -4,8 +4,12 @@ what a user compares: agreed, missing on device, extra on device, different, no 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from session.npu_check import FOUND, NOT_FOUND, UNKNOWN, CheckReport
+from session.npu_check.finding import FOUND, NOT_FOUND, UNKNOWN
+
+if TYPE_CHECKING:
+    from session.npu_check.report import CheckReport
 
 AGREED, MISSING, EXTRA, DIFFERENT, NO_EVIDENCE = (
     "agreed", "missing on device", "extra on device", "different", "no evidence")

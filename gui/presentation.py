@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QDockWidget, QSplitter, QTextBrowser, QToolBar, QW
 
 from gui.actions import make_action
 from gui.graph_view import NORMAL_LOOK, GraphView, Look
-from gui.guard import guarded
+from gui.guard import safe_override
 from passes.base import Match, NearMiss
 from passes.explain_render import explanation_html
 
@@ -82,7 +82,7 @@ class Ghosts(QWidget):
         height = start.height() + (min(self.target.height(), start.height()) - start.height()) * progress
         return QRectF(centre.x() - width / 2, centre.y() - height / 2, width, height)
 
-    @guarded()
+    @safe_override()
     def paintEvent(self, event) -> None:
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform)

@@ -37,14 +37,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.ascend.profile_import import import_run_file
 from core.ascend.remote import ADAPTERS, Check, Host, progress_of, transport_for
 from core.errors import Cancelled, FuseLensError
 from core.runtime import RunResult
 from gui.dialogs import show_error
 from gui.run_history import RunHistoryDialog
-from session.npu_check import check_npu_result
-from session.npu_export import import_command
 from session.remote_run import (
     HostStore,
     RunHistory,
@@ -58,7 +55,11 @@ from session.remote_run import (
 )
 
 if TYPE_CHECKING:
+    from core.formats.loaders import LoadedModel
+    from core.graph import Graph
+    from core.runtime import RunResult
     from gui.run_panel import RunPanel
+    from passes.pipeline import PipelineResult
 
 REMOTE = "npu-host"
 TITLE = "Ascend NPU (host)"
@@ -264,8 +265,7 @@ class RemoteRuns:
 
         def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> tuple[RunResult, Any, RunRecord]:
             done = work(host, progress, cancelled)
-            result = import_run_file(done.results, original, fused)
-            return result, check_npu_result(pipeline, done.results, result, model=model.name if model else ""), done
+            return *_imported(done.results, original, fused, pipeline, model), done
 
         self.log.clear()
         self.log.appendPlainText(f"{doing} run {record.id} on {host.name} ({record.remote_folder})")
@@ -309,6 +309,8 @@ class RemoteRuns:
 
     def _selection(self) -> list[str]:
         """The open pass selection as `fuselens` options (what a run records as its configuration)."""
+        from session.npu_export import import_command  # brings the NPU bundle writer: imported when first used
+
         pipeline = self.panel.session.pipeline
         assert pipeline is not None
         return shlex.split(import_command(self._spec(), pipeline.config))[5:]
@@ -345,8 +347,7 @@ class RemoteRuns:
             record, code, errors = self._run_child(words, progress, cancelled)
             if code not in (0, 3) or record is None or not record.results.is_dir():
                 raise FuseLensError("\n".join(errors) or f"the run on the host failed (exit {code}); see the run log")
-            result = import_run_file(record.results, original, fused)
-            return result, check_npu_result(pipeline, record.results, result, model=model.name if model else ""), record
+            return *_imported(record.results, original, fused, pipeline, model), record
 
         panel.launch("the run on the Ascend host", task, self._fetched, self._line)
         panel.progress.setRange(0, 100)
@@ -394,6 +395,17 @@ class RemoteRuns:
             self.panel.progress.setValue(int(value * 100))
         if line.strip():
             self.panel.progress_label.setText(line[:90])
+
+
+def _imported(folder: Path, original: Graph | None, fused: Graph | None, pipeline: PipelineResult | None,
+              model: LoadedModel | None) -> tuple[RunResult, Any]:
+    """A run's results folder read onto the open graphs, with its predicted vs actual (the Ascend readers are
+    imported here, when a run comes back, not with the window)."""
+    from core.ascend.profile_import import import_run_file
+    from session.npu_check import check_npu_result
+
+    result = import_run_file(folder, original, fused)
+    return result, check_npu_result(pipeline, folder, result, model=model.name if model else "")
 
 
 def install_remote_runs(panel: RunPanel) -> RemoteRuns:

@@ -35,8 +35,6 @@ from PySide6.QtWidgets import (
 from core.devices.backends import BackendStatus
 from core.errors import FuseLensError
 from core.graph import Graph
-from core.runtime import Progress, RunHandle, RunRequest, RunResult
-from core.runtime.backend_probe import probe_backends
 from core.runtime.run_view import open_inputs, parse_input_shapes
 from gui.actions import make_action
 from gui.charts import KernelCharts, SummaryCards, Timeline
@@ -49,16 +47,17 @@ from gui.predicted_view import PredictedView
 from gui.selection import Selection, SelectionModel
 from gui.workers import Task, Worker, WorkerPool
 from session import FusionJob, Session
-from session.layerwise import LayerwiseReport
-from session.npu_check import CheckReport
 from session.run_workflow import RunOutcome, RunSettings, run_both, run_request
 
 if TYPE_CHECKING:
+    from core.runtime import Progress, RunHandle, RunRequest, RunResult
     from gui.host import PanelHost
     from gui.remote_run import RemoteRuns
     from gui.run_files import RunFiles
     from passes.config import PassConfig
     from passes.pipeline import PipelineResult
+    from session.layerwise import LayerwiseReport
+    from session.npu_check import CheckReport
 
 HelperFuse = Callable[[FusionJob, Callable[[str], None], Callable[[], bool]], "PipelineResult"]
 
@@ -90,6 +89,8 @@ class _BackendProbe:
         deliver(self.statuses)
 
     def _probe(self) -> None:
+        from core.runtime.backend_probe import probe_backends
+
         statuses = probe_backends()
         with self._lock:
             self.statuses, waiting, self._waiting = statuses, self._waiting, []

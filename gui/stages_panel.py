@@ -28,8 +28,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.ascend.ge.diff import GraphDiff, diff_graphs
-from core.ascend.ge.stages import DumpFolder, Stage, scan_dump_folder
 from core.formats.loaders import LoadedModel
 from core.graph import Graph
 from gui.dialogs import show_error
@@ -38,6 +36,8 @@ from gui.workers import WorkerPool
 from session import Session
 
 if TYPE_CHECKING:
+    from core.ascend.ge.diff import GraphDiff
+    from core.ascend.ge.stages import DumpFolder, Stage
     from gui.host import PanelHost
 
 MODEL_GRAPH = "__model__"  # the before choice that stands for the open model's own TF graph
@@ -100,6 +100,8 @@ class StagesPanel(QWidget):
     def open_folder(self, path: str) -> None:
         """Scan a dump folder (files named ge_proto_* / ge_onnx_*) off the GUI thread."""
         self.status.showMessage(f"Scanning {path} for GE dumps…")
+        from core.ascend.ge.stages import scan_dump_folder  # the GE dump readers are imported when a folder is opened
+
         self.workers.start("stages", f"scanning {path}", lambda progress, cancelled: scan_dump_folder(path),
                            on_finished=self._on_scanned,
                            on_error=lambda text: show_error(self, "Cannot open the dump folder", text, self.status))
@@ -168,6 +170,8 @@ class StagesPanel(QWidget):
         model = self.model_graph
 
         def load(progress, cancelled) -> tuple[LoadedModel, Graph, GraphDiff]:
+            from core.ascend.ge.diff import diff_graphs
+
             progress(f"loading {after.label}")
             after_graph = after.load().graph
             if before is None:

@@ -111,12 +111,20 @@ class WorkerPool(QObject):
         self.pool.setMaxThreadCount(3)
         self._running: dict[str, Worker] = {}
         self._waiting: dict[str, Worker] = {}
+        self._shut = False  # after shutdown nothing starts (see start)
 
     def start(self, slot: str, name: str, task: Task, *, on_finished: Callable[[Any], None],
               on_error: Callable[[str], None], on_progress: Callable[[str], None] | None = None,
               on_cancelled: Callable[[], None] | None = None) -> Worker:
-        """Queue `task` in `slot`; `on_cancelled` runs when this task is cancelled or superseded."""
+        """Queue `task` in `slot`; `on_cancelled` runs when this task is cancelled or superseded.
+
+        After `shutdown` the task never starts (it is returned cancelled): a timer or a queued callback of the
+        closed window asking for its next task must not start a thread that outlives the window.
+        """
         worker = Worker(name, task)
+        if self._shut:
+            worker.cancel()
+            return worker
 
         def done(handler: Callable[..., None] | None, *args: Any) -> None:
             if self._running.get(slot) is worker:
@@ -168,7 +176,8 @@ class WorkerPool(QObject):
             worker.cancel()
 
     def shutdown(self, timeout_ms: int = 30000) -> bool:
-        """Cancel everything and wait for the threads; True when none is left running."""
+        """Cancel everything and wait for the threads; True when none is left running. Nothing starts after."""
+        self._shut = True
         self.cancel_all()
         return self.pool.waitForDone(timeout_ms)
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from core.errors import Cancelled, FuseLensError
 from core.graph import Graph
-from core.runtime import Progress, RunHandle, RunRequest, RunResult, start_run
 from passes.pipeline import PipelineResult
-from session.layerwise import Fuse, LayerwiseReport, build_report, plan_layers
+
+if TYPE_CHECKING:  # the runner and the layerwise plan are imported by a run, not by the window's start
+    from core.runtime import Progress, RunHandle, RunRequest, RunResult
+    from session.layerwise import Fuse, LayerwiseReport
 
 
 @dataclass
@@ -43,6 +46,8 @@ class RunOutcome:
 
 def run_request(original: Graph, pipeline: PipelineResult, model: str, settings: RunSettings) -> RunRequest:
     """The request of `original` vs `pipeline.fused`; provenance pairs the outputs a fusion renamed."""
+    from core.runtime import RunRequest
+
     return RunRequest(
         original=original, fused=pipeline.fused, model=model, config=pipeline.config, backend=settings.backend,
         steps=settings.steps, warmup=settings.warmup, input_shapes=settings.input_shapes, inputs=settings.inputs,
@@ -57,6 +62,9 @@ def run_both(request: RunRequest, pipeline: PipelineResult, *, layerwise: Fuse |
     """Plan the layerwise stages when `layerwise` (the fusion to re-run up to each pass) is given, run both
     graphs in a child process and wait; `cancelled()` or Ctrl-C stops the child and raises Cancelled /
     KeyboardInterrupt."""
+    from core.runtime import start_run
+    from session.layerwise import build_report, plan_layers
+
     plan = None
     if layerwise is not None:
         if on_stage:

@@ -4,8 +4,11 @@ Shape inference of a graph without `_output_shapes`, SavedModel / Keras loading,
 the first build of a cached Keras sample import TensorFlow, and so may fusion (an op missing from
 resources/op_outputs.json, a graph whose shapes must be inferred); a TensorFlow abort or segfault
 there would close the window with the user's work. Here they run in
-`python -m session.tensorflow_helper FD`, started in the background when the window opens. Most
-fusions need no TensorFlow, so the helper imports it only once no request has come for
+`python -m session.tensorflow_helper FD`, started in the background when the window opens. A fusion
+that cannot import TensorFlow (`fusion_needs_tensorflow`: the graph records its shapes, the table
+describes its ops) runs in the window's own worker instead, as reading a .pb does: protobuf answers
+all it asks, and the helper would only add the graph's and the pipeline's pickling and its own
+start-up. Most fusions need no TensorFlow, so the helper imports it only once no request has come for
 IDLE_BEFORE_IMPORT_S (or when a request needs it): the first fusion of a model is not queued behind
 TensorFlow's ~3 s import. If the helper dies, the call that was waiting gets one worded line, the
 window keeps what it shows, and the next call starts a new helper.
@@ -35,18 +38,20 @@ import time
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from core.ascend.npu_bundle import BundleReport
 from core.errors import Cancelled, FuseLensError
 from core.formats.loaders import LoadedModel, detect_format, load_model
 from core.formats.samples import SAMPLES, is_built
 from core.formats.tfshapes import ensure_shapes
-from core.graph import Graph
+from core.graph import Graph, opdefs
 from core.runtime.childproc import ChildProcess
 from passes.pipeline import PipelineResult
 from passes.registry import catalog, mirror_catalog
 from session.session import FusionJob
+
+if TYPE_CHECKING:
+    from core.ascend.npu_bundle import BundleReport
 
 MODULE = "session.tensorflow_helper"
 TENSORFLOW_FORMATS = frozenset({"savedmodel", "keras", "h5"})
@@ -59,6 +64,16 @@ REQUEST_GRAPH = "request graph"  # the persistent id of the graph the request se
 
 Progress = Callable[[str], None]
 IsCancelled = Callable[[], bool]
+
+
+def fusion_needs_tensorflow(graph: Graph) -> bool:
+    """Whether fusing `graph` may import TensorFlow: for a shape the graph does not record (TensorFlow's shape
+    inference), or for an op neither its library nor the op table describes (TensorFlow's registry), in the
+    graph or in a function body. Otherwise the passes' every question is answered from the protobuf."""
+    if not graph.shapes_ready:
+        return True
+    ops = {node.op for node in graph} | {node.op for f in graph.functions.values() for node in f.node_def}
+    return not all(op in graph.functions or opdefs.in_table(op) for op in ops)
 
 
 def needs_tensorflow(spec: str) -> bool:
@@ -162,7 +177,12 @@ class TensorFlowHelper:
 
     # ---- the window's TensorFlow work ----------------------------------------------------------
     def fuse(self, job: FusionJob, progress: Progress, cancelled: IsCancelled) -> PipelineResult:
-        """The job's fusion, with the passes registered here (a plugin's or a test's too) known there."""
+        """The job's fusion: right here when it needs no TensorFlow (the graph records its shapes and every op is
+        in the table: a sample, a frozen Keras model), else in the helper, with the passes registered here (a
+        plugin's or a test's too) known there. Here, it is not queued behind the helper's TensorFlow import,
+        and neither the graph nor the pipeline is pickled across."""
+        if not fusion_needs_tensorflow(job.graph):
+            return job.fuse(progress, cancelled)
         registered = [(c.__module__, c.__qualname__) for c in catalog()]
         pipeline: PipelineResult = self.call("fuse", (job, registered), "fusing", progress, cancelled, job.graph)
         pipeline.config = job.config  # the caller's own object (its original graph already is)

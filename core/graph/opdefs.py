@@ -95,6 +95,11 @@ def _table() -> dict[str, str]:
             for op, entry in json.loads(TABLE_PATH.read_text())["ops"].items()}
 
 
+def in_table(op: str) -> bool:
+    """Whether `op` is described by the table (so asking about it never imports TensorFlow)."""
+    return op in _table()
+
+
 @functools.cache
 def _registered(op: str) -> OpInfo | None:
     """An op from the table, else from TensorFlow's own registry (imports TensorFlow); None if unknown there too."""

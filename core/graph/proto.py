@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 from tensorboard.compat.proto import (
     attr_value_pb2,
@@ -56,16 +55,21 @@ _NP_BY_DTYPE = {
     types_pb2.DT_BOOL: np.bool_,
     types_pb2.DT_COMPLEX64: np.complex64,
     types_pb2.DT_COMPLEX128: np.complex128,
-    types_pb2.DT_BFLOAT16: ml_dtypes.bfloat16,
-    types_pb2.DT_FLOAT8_E5M2: ml_dtypes.float8_e5m2,
-    types_pb2.DT_FLOAT8_E4M3FN: ml_dtypes.float8_e4m3fn,
-    types_pb2.DT_FLOAT4_E2M1FN: ml_dtypes.float4_e2m1fn,
-    types_pb2.DT_INT4: ml_dtypes.int4,
-    types_pb2.DT_UINT4: ml_dtypes.uint4,
-    types_pb2.DT_INT2: ml_dtypes.int2,
-    types_pb2.DT_UINT2: ml_dtypes.uint2,
 }
 _DTYPE_BY_NP = {np.dtype(v): k for k, v in _NP_BY_DTYPE.items()}
+# The types numpy lacks, by their name in ml_dtypes (also their numpy dtype's name). ml_dtypes is imported
+# only when a tensor of one is met: its import takes ~0.9 s, more than the window's whole start-up may.
+_ML_DTYPES = {
+    types_pb2.DT_BFLOAT16: "bfloat16",
+    types_pb2.DT_FLOAT8_E5M2: "float8_e5m2",
+    types_pb2.DT_FLOAT8_E4M3FN: "float8_e4m3fn",
+    types_pb2.DT_FLOAT4_E2M1FN: "float4_e2m1fn",
+    types_pb2.DT_INT4: "int4",
+    types_pb2.DT_UINT4: "uint4",
+    types_pb2.DT_INT2: "int2",
+    types_pb2.DT_UINT2: "uint2",
+}
+_ML_DTYPE_BY_NAME = {name: dtype for dtype, name in _ML_DTYPES.items()}
 # Quantized types decode to their storage integer (TensorFlow wraps it in a one-field record).
 _QUANTIZED = {
     types_pb2.DT_QINT8: np.int8,
@@ -104,25 +108,38 @@ def dtype_name(dtype: int) -> str:
     np_type = _NP_BY_DTYPE.get(dtype)
     if np_type is not None:
         return np.dtype(np_type).name
+    if dtype in _ML_DTYPES:
+        return _ML_DTYPES[dtype]
     if dtype in types_pb2.DataType.values():
         return types_pb2.DataType.Name(dtype).removeprefix("DT_").lower()
     return f"unknown dtype {dtype}"
 
 
+def _np_type(dtype: int) -> type | None:
+    """numpy's scalar type for a DataType enum (ml_dtypes' for the types numpy lacks), or None."""
+    if dtype in _ML_DTYPES:
+        import ml_dtypes
+
+        return getattr(ml_dtypes, _ML_DTYPES[dtype])
+    return _NP_BY_DTYPE.get(dtype)
+
+
 def np_dtype(dtype: int) -> np.dtype:
-    if dtype not in _NP_BY_DTYPE:
+    np_type = _np_type(dtype)
+    if np_type is None:
         raise ValueError(f"no numpy type for {dtype_name(dtype)}")
-    return np.dtype(_NP_BY_DTYPE[dtype])
+    return np.dtype(np_type)
 
 
 def tf_dtype(array_dtype: Any) -> int:
-    return _DTYPE_BY_NP[np.dtype(array_dtype)]
+    dtype = np.dtype(array_dtype)  # an ml_dtypes type was imported by whoever made the array
+    return _DTYPE_BY_NP[dtype] if dtype in _DTYPE_BY_NP else _ML_DTYPE_BY_NAME[dtype.name]
 
 
 def _decoded_dtype(dtype: int) -> np.dtype | None:
     if dtype == types_pb2.DT_STRING:
         return np.dtype(object)
-    np_type = _NP_BY_DTYPE.get(dtype) or _QUANTIZED.get(dtype)
+    np_type = _np_type(dtype) or _QUANTIZED.get(dtype)
     return None if np_type is None else np.dtype(np_type)
 
 

@@ -8,19 +8,23 @@ predict and the per-pass ledger rows. The window's table rows are gui/predicted_
 CLI's text cli/check_text.py's.
 """
 
-from session.npu_check.evidence import NpuEvidence, gather_evidence
-from session.npu_check.predictions import Prediction, predictions
-from session.npu_check.report import (
-    CheckReport,
-    PredictedRow,
-    Summary,
-    Unpredicted,
-    check_imported,
-    check_npu_result,
-    check_prediction,
-)
-from session.npu_check.verdicts import FOUND, NOT_FOUND, UNKNOWN, Finding, Verdict
+from __future__ import annotations
 
-__all__ = ["FOUND", "NOT_FOUND", "UNKNOWN", "CheckReport", "Finding", "NpuEvidence", "PredictedRow", "Prediction",
-           "Summary", "Unpredicted", "Verdict", "check_imported", "check_npu_result", "check_prediction",
-           "gather_evidence", "predictions"]
+import importlib
+from typing import Any
+
+# name -> the module that defines it; imported when first asked for (PEP 562), so a caller of one part
+# (the window's table reads the statuses) does not bring in the evidence readers.
+_EXPORTS = {
+    "NpuEvidence": "evidence", "gather_evidence": "evidence", "Prediction": "predictions", "predictions": "predictions",
+    "CheckReport": "report", "PredictedRow": "report", "Summary": "report", "Unpredicted": "report",
+    "check_imported": "report", "check_npu_result": "report", "check_prediction": "report",
+    "FOUND": "finding", "NOT_FOUND": "finding", "UNKNOWN": "finding", "Finding": "finding", "Verdict": "verdicts",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

@@ -4,7 +4,6 @@ fused nodes (`_datadump_original_op_names`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 from core.ascend.ge.provenance import ToolchainProvenance
@@ -12,18 +11,8 @@ from core.graph import Graph
 from core.measure.msprof import FusionOpRecord
 from core.measure.profile import NodeMapper
 from core.measure.result import GraphRun, KernelStat
+from session.npu_check.finding import FOUND, NOT_FOUND, UNKNOWN, Finding
 from session.npu_check.predictions import Prediction
-
-
-class Finding(str, Enum):
-    """What a record (or all of them) says of a prediction."""
-
-    FOUND = "found"
-    NOT_FOUND = "not_found"
-    UNKNOWN = "unknown"
-
-
-FOUND, NOT_FOUND, UNKNOWN = Finding.FOUND, Finding.NOT_FOUND, Finding.UNKNOWN
 
 
 @dataclass(frozen=True)

@@ -86,10 +86,10 @@ def test_hover_text_has_count_mean_min_max(shown):
 
 
 def test_timeline_has_one_step_of_each_graph_and_selects_on_click(qtbot, shown):
-    timeline = shown.timeline
+    timeline = shown.timeline.plot
     sides = [side for side, _, _ in timeline.rows]
     assert sides.count("after") == 1 and 2 <= sides.count("before") <= 3
-    shown.tabs.setCurrentWidget(timeline)
+    shown.tabs.setCurrentWidget(shown.timeline)
     qtbot.waitUntil(lambda: timeline.width() > 300)
     index = sides.index("after")
     _, event, row = timeline.rows[index]

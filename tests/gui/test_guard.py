@@ -24,7 +24,7 @@ def test_every_qt_override_in_gui_is_guarded():
             if isinstance(node, ast.ClassDef):
                 for item in node.body:
                     if isinstance(item, ast.FunctionDef) and _is_override(item.name) and not any(
-                            isinstance(d, ast.Call) and getattr(d.func, "id", "") == "guarded"
+                            isinstance(d, ast.Call) and getattr(d.func, "id", "") == "safe_override"
                             for d in item.decorator_list):
                         unguarded.append(f"{path.name}: {node.name}.{item.name}")
     assert unguarded == []

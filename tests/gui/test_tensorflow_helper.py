@@ -1,5 +1,6 @@
-"""TensorFlow stays out of the window's process: the helper does fusion, shapes and Keras loading,
-and when it dies the window says so, keeps its graphs, and the next fusion starts a new helper."""
+"""TensorFlow stays out of the window's process: the helper does shapes, Keras loading and the fusions
+that may need TensorFlow (the others run in the window's worker), and when it dies the window says so,
+keeps its graphs, and the next fusion starts a new helper."""
 
 from __future__ import annotations
 
@@ -11,14 +12,19 @@ import textwrap
 import pytest
 
 from core.errors import FuseLensError
-from session import Stage
-from session.tensorflow_helper import FAULT_ENV, TensorFlowHelper, needs_tensorflow
+from core.formats.loaders import load_model
+from core.graph import Graph, proto
+from passes.config import PassConfig
+from session import FusionJob, Stage, tensorflow_helper
+from session.tensorflow_helper import FAULT_ENV, TensorFlowHelper, fusion_needs_tensorflow, needs_tensorflow
 from tests.gui.helpers import WAIT_MS, close_window, make_window, open_and_wait, wait_idle
 
 
 @pytest.fixture
 def crashing_helper(monkeypatch):
-    """A helper of its own that kills itself (SIGKILL) on its first fusion request."""
+    """A helper of its own that kills itself (SIGKILL) on its first fusion request; every fusion is sent to it,
+    as one that may need TensorFlow is."""
+    monkeypatch.setattr(tensorflow_helper, "fusion_needs_tensorflow", lambda graph: True)
     monkeypatch.setenv(FAULT_ENV, "SIGKILL@fuse")
     helper = TensorFlowHelper()
     helper.start()
@@ -66,6 +72,26 @@ def test_which_models_need_tensorflow(tmp_path):
     assert needs_tensorflow(str(saved))
 
 
+def test_a_fusion_protobuf_can_answer_is_not_sent_to_the_helper():
+    """Shapes recorded and every op in the table (or the graph's library): fused here, the helper never started.
+    A bare .pb (shapes to infer) or an op only TensorFlow's registry might know goes to the helper."""
+    graph = load_model("abs_relu_exp").graph
+    assert not fusion_needs_tensorflow(graph)
+    helper = TensorFlowHelper()
+    pipeline = helper.fuse(FusionJob(0, graph, PassConfig.default()), lambda _text: None, lambda: False)
+    assert "AscBackend" in pipeline.fused.op_histogram() and helper.pid is None
+
+    bare = proto.GraphDef()
+    bare.CopyFrom(graph.graph_def)
+    for node in bare.node:
+        del node.attr["_output_shapes"]
+    assert fusion_needs_tensorflow(Graph(bare))
+    unknown = proto.GraphDef()
+    unknown.CopyFrom(graph.graph_def)
+    unknown.node[-1].op = "MyCustomOp"
+    assert fusion_needs_tensorflow(Graph(unknown))
+
+
 @pytest.mark.slow
 def test_the_window_process_never_imports_tensorflow(tmp_path):
     """Open, fuse (AutoFuse builds library functions), infer shapes, run with a layerwise compare and
@@ -91,12 +117,12 @@ def test_the_window_process_never_imports_tensorflow(tmp_path):
         assert all(window.session.graph(side).shapes_ready for side in ("before", "after"))
         window.run_panel.steps.setValue(2)
         window.run_panel.warmup.setValue(1)
-        window.run_panel.layerwise_box.setChecked(True)  # re-fuses up to each pass: in the helper too
+        window.run_panel.layerwise_box.setChecked(True)  # re-fuses up to each pass (here: no TensorFlow needed)
         window.run_panel.start_run()
         wait(lambda: window.run_panel.result is not None or not window.run_panel.running())
         assert window.run_panel.result is not None, "the run failed"
         assert window.session.layerwise is not None, "no layerwise compare"
-        window.debug_tools.bisect.start()  # fuses every trial in the helper, runs in a child
+        window.debug_tools.bisect.start()  # fuses every trial, runs in a child
         wait(lambda: not window.debug_tools.bisect.running())
         assert window.session.bisect is not None, "the bisect failed"
         print("TENSORFLOW-IMPORTED" if "tensorflow" in sys.modules else "NO-TENSORFLOW")

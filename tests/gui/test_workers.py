@@ -12,6 +12,19 @@ from core.errors import FuseLensError
 from gui.workers import WorkerPool, run_in_slices
 
 
+def test_nothing_starts_after_shutdown(qtbot):
+    """A timer or a queued callback of a closed window (the after pane's layout, asked once the match list is
+    filled) may still ask for a task: no thread may start that would outlive the window."""
+    pool = WorkerPool()
+    started, late = threading.Event(), []
+    assert pool.shutdown()
+    QTimer.singleShot(0, lambda: late.append(pool.start("a", "late", lambda progress, cancelled: started.set(),
+                                                        on_finished=lambda _v: None, on_error=lambda _t: None)))
+    qtbot.waitUntil(lambda: bool(late))
+    time.sleep(0.05)
+    assert pool.pool.activeThreadCount() == 0 and not started.is_set() and late[0].is_cancelled and not pool.busy()
+
+
 def test_result_error_and_cancel(qtbot):
     pool = WorkerPool()
     got, errors, gui_thread = [], [], threading.current_thread()
