@@ -188,13 +188,12 @@ def out_channels(graph: Graph, chain: Chain) -> int:
     return int(shape[2] * shape[3]) if graph.op(chain.op) == "DepthwiseConv2dNative" else int(shape[-1])
 
 
-def scale_filter(op_type: str, weights: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """W * s along the output channel; a depthwise filter [kh, kw, in, mult] has channel in*mult+m."""
-    if scale.ndim == 0:
-        return weights * scale
-    if op_type == "DepthwiseConv2dNative":
-        return weights * scale.reshape(weights.shape[2], weights.shape[3])
-    return weights * scale
+def channel_scale(op_type: str, filter_shape: tuple[int, ...], scale: np.ndarray) -> np.ndarray:
+    """s shaped to multiply W along its output channel; a depthwise filter [kh, kw, in, mult] has channel
+    in*mult+m."""
+    if scale.ndim and op_type == "DepthwiseConv2dNative":
+        return scale.reshape(filter_shape[2], filter_shape[3])
+    return scale
 
 
 def wide_dtype(dtype: np.dtype) -> np.dtype:
@@ -282,27 +281,45 @@ def bias_dtype(graph: Graph, chain: Chain) -> np.dtype:
     return proto.np_dtype(graph.node(chain.op).attr["T"].type)
 
 
-def folded_weights(graph: Graph, chain: Chain, affine: Affine) -> tuple[np.ndarray, np.ndarray | None] | str:
-    """W' and b' in the chain's own dtypes (b' None when the chain gets no bias), or why they do not fit."""
-    weights = constant_value(graph, chain.filter)
+def folded_filter(graph: Graph, chain: Chain, affine: Affine, weights: np.ndarray) -> np.ndarray:
+    """W' = W * s in wide_dtype(W) (multiplied in place: a large filter is copied once)."""
     wide = wide_dtype(weights.dtype)
+    scaled = weights.astype(wide)
     with np.errstate(all="ignore"):
-        exact = scale_filter(graph.op(chain.op), weights.astype(wide), affine.scale.astype(wide))
-    finite_weights = True if wide.kind == "O" else np.isfinite(weights.astype(wide))
-    new_filter = fitted(exact, weights.dtype, "the folded filter", finite_weights)
-    before, bias = folded_bias(graph, chain, affine)
-    if isinstance(new_filter, str) or bias is None:
-        return new_filter if isinstance(new_filter, str) else (new_filter, None)
-    finite_bias = True if before is None or bias.dtype.kind == "O" else np.isfinite(before.astype(bias.dtype))
-    new_bias = fitted(bias, bias_dtype(graph, chain), "the folded bias", finite_bias)
-    return new_bias if isinstance(new_bias, str) else (new_filter, new_bias)
+        np.multiply(scaled, channel_scale(graph.op(chain.op), weights.shape, affine.scale.astype(wide)), out=scaled)
+    return scaled
+
+
+def surely_fits(weights: np.ndarray, scale: np.ndarray) -> bool:
+    """A cheap sufficient condition for fitted() to accept W * s, from each output channel's largest and
+    smallest nonzero |W| (no folded copy of W is made): every folded value lies well inside the normal
+    range of W's dtype (a factor 2 from either end, so no rounding of the bound matters)."""
+    info, channels = dtype_info(weights.dtype), max(int(scale.size), 1)
+    columns = np.abs(weights.reshape(-1, channels))  # column c is output channel c (depthwise: in * mult + m)
+    if columns.dtype.kind != "f":  # bfloat16, integers: numpy's reductions want a numpy float
+        columns = columns.astype(np.float64)
+    factor = np.abs(np.asarray(scale, np.float64)).reshape(-1)
+    with np.errstate(all="ignore"):
+        largest = columns.max(axis=0, initial=0).astype(np.float64) * factor
+        smallest = np.min(columns, axis=0, where=columns > 0, initial=np.inf).astype(np.float64) * factor
+    if not hasattr(info, "eps"):
+        return bool((largest < float(info.max) / 2).all())
+    return bool((largest < float(info.max) / 2).all() and (smallest >= 2 * float(info.smallest_normal)).all())
 
 
 def fold_refusal(graph: Graph, chain: Chain, affine: Affine, folded: str) -> Reason | None:
-    """Why folding `folded` (a BatchNorm, a Mul) into the chain gives weights its dtype cannot hold, or None."""
-    result = folded_weights(graph, chain, affine)
-    if isinstance(result, str):
-        return Reason(f"folding {folded} into {chain.op}: {result}", chain.filter, folded)
+    """Why folding `folded` (a BatchNorm, a Mul) into the chain gives weights their dtype cannot hold, or None."""
+    weights = constant_value(graph, chain.filter)
+    problem = None
+    if not surely_fits(weights, affine.scale):
+        finite = True if weights.dtype.kind in "iu" else np.isfinite(weights.astype(wide_dtype(weights.dtype)))
+        problem = fitted(folded_filter(graph, chain, affine, weights), weights.dtype, "the folded filter", finite)
+    if not isinstance(problem, str):
+        before, bias = folded_bias(graph, chain, affine)
+        finite = True if before is None or bias.dtype.kind == "O" else np.isfinite(before.astype(bias.dtype))
+        problem = None if bias is None else fitted(bias, bias_dtype(graph, chain), "the folded bias", finite)
+    if isinstance(problem, str):
+        return Reason(f"folding {folded} into {chain.op}: {problem}", chain.filter, folded)
     return None
 
 
@@ -343,10 +360,11 @@ class Folded:
 
 def fold_into_chain(graph: Graph, editor: GraphEditor, chain: Chain, affine: Affine) -> Folded:
     """Write W' and b' as new Consts; the op keeps its name, the chain ends in a BiasAdd if b' exists."""
-    folded = folded_weights(graph, chain, affine)
-    if isinstance(folded, str):
-        raise ValueError(f"folding into {chain.op}: {folded}")  # candidates() refuses such a match
-    scaled, bias = folded
+    weights = constant_value(graph, chain.filter)
+    _, bias = folded_bias(graph, chain, affine)
+    with np.errstate(all="ignore"):  # inf and NaN only where the weights had them: fold_refusal() checked
+        scaled = folded_filter(graph, chain, affine, weights).astype(weights.dtype)
+        bias = None if bias is None else bias.astype(bias_dtype(graph, chain))
     new_filter = _add_const(editor, f"{chain.op}/folded_filter", scaled, after=chain.op)
     editor.set_input(chain.op, FILTER_SLOT, new_filter)
     done = Folded(chain.op, [chain.op], [new_filter])

@@ -22,6 +22,7 @@ import pytest
 
 from core.execute import run_graph
 from core.graph import Graph
+from core.nodes import make_const
 from passes.amct.conv_bn import ConvBatchnormFusionPass
 from passes.amct.depthwise_bn import DepthwiseConvBatchnormFusionPass
 from passes.amct.folding import dtype_info, short
@@ -184,3 +185,17 @@ def test_an_integer_mul_fold_is_exact_and_keeps_the_range(factor, fits):
                          r"\[-2147483648, 2147483647\]", miss.reason)
     assert found and abs(int(found[1])) > 2**31 - 1, miss.reason
     assert_left_as_it_was(original, fused, "matmul_bias_mul", 3)
+
+
+def test_a_folded_bias_beyond_float16_is_refused_even_when_the_filter_fits():
+    """beta = 1e5 (a float32 BatchNorm parameter) makes b' = (b - mean) * s + beta too large for a float16 bias."""
+    fitting = conv_bias_bn_graph(np.float16, FITS)
+    original = Graph.from_nodes([make_const("bn/beta", np.full(4, 1e5, np.float32)) if node.name == "bn/beta"
+                                 else node for node in fitting.graph_def.node], source="toy")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fused, (result,) = apply_passes(original, ConvBatchnormFusionPass)
+    (miss,) = result.near_misses
+    assert re.fullmatch(r"folding bn into conv: the folded bias reaches 1e5, beyond float16's 65504", miss.reason)
+    assert miss.culprit.nodes == ("w", "bn")
+    assert_left_as_it_was(original, fused, "conv_bn", FITS.inputs)
