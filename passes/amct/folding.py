@@ -10,7 +10,7 @@ BiasAdd with a new bias Const (the existing BiasAdd, modified, or a new one). Th
 pruned by the engine once nothing reads them.
 
 The folded values are computed wide (wide_dtype) and cast once into the weights' dtype; a fold
-whose values that dtype cannot hold is refused (fitted), so a float16 filter never becomes inf.
+whose values that dtype cannot hold is refused (fit_problem), so a float16 filter never becomes inf.
 """
 
 from __future__ import annotations
@@ -230,8 +230,8 @@ def short(value: float, digits: int = 2) -> str:
     return re.sub(r"e([+-])0*(\d)", lambda m: f"e{'-' if m[1] == '-' else ''}{m[2]}", f"{value:.{digits}g}")
 
 
-def fitted(exact: np.ndarray, dtype: np.dtype, what: str, finite_inputs: np.ndarray | bool = True) -> np.ndarray | str:
-    """`exact` (computed in wide_dtype(dtype)) cast into `dtype`, or why that dtype cannot hold it, in words.
+def fit_problem(exact: np.ndarray, dtype: np.dtype, what: str, finite_inputs: np.ndarray | bool = True) -> str | None:
+    """Why `dtype` cannot hold `exact` (computed in wide_dtype(dtype)), in words; None when it can.
 
     Refused: an integer beyond the dtype's range; a float that becomes inf where the inputs were
     finite; a meaningful value that the dtype flushes to 0 or keeps only as a subnormal with a
@@ -245,7 +245,7 @@ def fitted(exact: np.ndarray, dtype: np.dtype, what: str, finite_inputs: np.ndar
         low, high = (exact.min(), exact.max()) if exact.size else (0, 0)
         if low < info.min or high > info.max:
             return f"{what} reaches {low if low < info.min else high}, beyond {name}'s range [{info.min}, {info.max}]"
-        return exact.astype(dtype)
+        return None
     with np.errstate(all="ignore"):
         cast = exact.astype(dtype)
         error = np.abs(cast.astype(exact.dtype) - exact)
@@ -260,7 +260,7 @@ def fitted(exact: np.ndarray, dtype: np.dtype, what: str, finite_inputs: np.ndar
         fate = "flushes to 0" if (cast[lost] == 0).any() else "keeps only as subnormals"
         return (f"{what} has values down to {short(magnitude[lost].min())} (its largest is {short(largest)}) that "
                 f"{name} {fate} (its smallest normal is {short(float(info.smallest_normal))})")
-    return cast
+    return None
 
 
 def folded_bias(graph: Graph, chain: Chain, affine: Affine) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -291,7 +291,7 @@ def folded_filter(graph: Graph, chain: Chain, affine: Affine, weights: np.ndarra
 
 
 def surely_fits(weights: np.ndarray, scale: np.ndarray) -> bool:
-    """A cheap sufficient condition for fitted() to accept W * s, from each output channel's largest and
+    """A cheap sufficient condition for fit_problem() to accept W * s, from each output channel's largest and
     smallest nonzero |W| (no folded copy of W is made): every folded value lies well inside the normal
     range of W's dtype (a factor 2 from either end, so no rounding of the bound matters)."""
     info, channels = dtype_info(weights.dtype), max(int(scale.size), 1)
@@ -313,14 +313,12 @@ def fold_refusal(graph: Graph, chain: Chain, affine: Affine, folded: str) -> Rea
     problem = None
     if not surely_fits(weights, affine.scale):
         finite = True if weights.dtype.kind in "iu" else np.isfinite(weights.astype(wide_dtype(weights.dtype)))
-        problem = fitted(folded_filter(graph, chain, affine, weights), weights.dtype, "the folded filter", finite)
-    if not isinstance(problem, str):
-        before, bias = folded_bias(graph, chain, affine)
+        problem = fit_problem(folded_filter(graph, chain, affine, weights), weights.dtype, "the folded filter", finite)
+    before, bias = folded_bias(graph, chain, affine)
+    if problem is None and bias is not None:
         finite = True if before is None or bias.dtype.kind == "O" else np.isfinite(before.astype(bias.dtype))
-        problem = None if bias is None else fitted(bias, bias_dtype(graph, chain), "the folded bias", finite)
-    if isinstance(problem, str):
-        return Reason(f"folding {folded} into {chain.op}: {problem}", chain.filter, folded)
-    return None
+        problem = fit_problem(bias, bias_dtype(graph, chain), "the folded bias", finite)
+    return None if problem is None else Reason(f"folding {folded} into {chain.op}: {problem}", chain.filter, folded)
 
 
 def preview(values: np.ndarray | float | None) -> list[float] | float | None:

@@ -26,7 +26,7 @@ from passes.amct.folding import (
     batchnorm_affine,
     constant_value,
     find_chain,
-    fitted,
+    fit_problem,
     preview,
     replace_node,
 )
@@ -161,8 +161,8 @@ class SmallOpBatchnormFusionPass(AmctPass):
         scope = b["rsqrt"].rsplit("/", 1)[0]
         for what, exact in (("scale gamma / sqrt(variance + epsilon)", affine.scale),
                             ("shift beta - mean * scale", affine.shift)):
-            problem = fitted(np.asarray(exact), dtype, f"the {what} of {scope}")
-            if isinstance(problem, str):
+            problem = fit_problem(np.asarray(exact), dtype, f"the {what} of {scope}")
+            if problem:
                 return Reason(f"{problem}: the small ops compute it in {np.dtype(dtype).name}, FusedBatchNormV3 in "
                               "float32, so fusing would change the numbers", b.get("inv", b["rsqrt"]))
         return None
