@@ -1,7 +1,7 @@
 """`python main.py [MODEL]` (or `fuselens gui [MODEL]`) opens the window; `python main.py COMMAND ...` is the CLI.
 
 The window is started from here rather than from a CLI command, so that neither cli/ nor core/
-imports the GUI (DESIGN.md's dependency direction, checked by import-linter).
+imports the GUI (the layers of docs/architecture.md, checked by import-linter).
 """
 
 from __future__ import annotations

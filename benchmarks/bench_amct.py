@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_amct.py [--sizes 1000,5000,20000] [--repeat 3]
 
 Graphs: frozen Keras ResNet50 (sample `resnet50`) and synthetic stacks of blocks built as a
-GraphDef with core.nodes (no TensorFlow needed to build them), each block one of:
+GraphDef with core.graph.nodes (no TensorFlow needed to build them), each block one of:
 Conv2D + FusedBatchNormV3 + Relu, DepthwiseConv2dNative + Keras small-op BatchNorm + Relu6,
 Conv2D + BiasAdd + Mul(scalar). Every block is a match, so the cost per node is the cost of real
 work. "dry run" runs every AMCT pass's dry run on the input graph; "apply" chains the passes in
@@ -30,9 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from core import proto  # noqa: E402
-from core.graph import Graph  # noqa: E402
-from core.nodes import make_const, make_node  # noqa: E402
+from core.graph import Graph, proto  # noqa: E402
+from core.graph.nodes import make_const, make_node  # noqa: E402
 
 CHANNELS = 8
 SPATIAL = 8
@@ -175,7 +174,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-resnet", action="store_true", help="skip ResNet50 (its first build takes ~1 min)")
     args = parser.parse_args(argv)
-    from core.loaders import load_model
+    from core.formats.loaders import load_model
 
     graphs: list[tuple[str, Callable[[], Graph]]] = [] if args.no_resnet else [
         ("resnet50", lambda: load_model("resnet50").graph)]

@@ -263,7 +263,7 @@ def model_file(name: str, directory: Path) -> str:
         path.write_bytes(synthetic(int(name.split(":", 1)[1])).graph_def.SerializeToString())
         return str(path)
     if not Path(name).exists():
-        from core.samples import sample_path
+        from core.formats.samples import sample_path
 
         sample_path(name)  # build a cached sample first, outside the timing
     return name

@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/bench_passes.py --profile 20000
     .venv/bin/python benchmarks/bench_passes.py --memory 20000
 
-Graphs: chains of Keras-style blocks built as a GraphDef with core.nodes (no TensorFlow needed to
+Graphs: chains of Keras-style blocks built as a GraphDef with core.graph.nodes (no TensorFlow needed to
 build them): Conv2D + Keras small-op BatchNorm (weights and statistics read through
 `ReadVariableOp` Identities, as a frozen Keras 3 graph has them) + Relu; every second block
 continues with an elementwise chain `Sigmoid -> Mul -> AddV2(block input)` (a swish with a
@@ -55,8 +55,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from bench_amct import CHANNELS, SyntheticBuilder  # noqa: E402
 
-from core import proto  # noqa: E402
-from core.graph import Graph  # noqa: E402
+from core.graph import Graph, proto  # noqa: E402
 
 
 class KerasBlocks(SyntheticBuilder):
@@ -148,7 +147,7 @@ finally:
 
 PARSE_RSS = r"""
 import os, sys
-from core import proto
+from core.graph import proto
 def rss():
     return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 data = open(sys.argv[1], "rb").read()
@@ -161,9 +160,9 @@ print(rss() - before, gd.ByteSize() / 2**20)
 MEMORY = r"""
 import contextlib, ctypes, gc, os, re, sys, tempfile
 sys.path.insert(0, os.getcwd())
-from core import proto
-from core.io import write_bytes_atomic
-from core.loaders import load_model
+from core.graph import proto
+from core.formats.io import write_bytes_atomic
+from core.formats.loaders import load_model
 from passes.registry import catalog, run_pipeline
 
 def rss():

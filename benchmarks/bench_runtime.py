@@ -9,13 +9,14 @@ once with RunOptions FULL_TRACE step stats on every timed step (what the kernel 
 once without. "profiling overhead" is the traced median step time over the untraced one;
 "run wall" is the whole run including the child's start and TensorFlow import.
 
-    .venv/bin/python benchmarks/bench_runtime.py --lowering [--models mobilenet_v2,resnet50] [--repeat 5]
+    .venv/bin/python benchmarks/bench_runtime.py --lowering [--models mobilenet_v2,resnet50,TFKerasBERT] [--repeat 5]
 
 `--lowering`: default passes, CPU, no trace: fused median step time over the original's in the
 same run, both graphs timed step by step in turn (speedup, >1 = fused faster), `--repeat` runs
-each with the CPU lowering of conv/matmul epilogue kernels off (every AutoFuse node an XLA
-kernel, as before core/runtime/lowering.py) and on, alternated so both see the same load;
-median and range of the per-run speedups.
+each with the CPU lowering of conv/matmul epilogue and LayerNorm kernels off (every AutoFuse
+node an XLA kernel, as before core/runtime/lowering.py) and on, alternated so both see the same
+load; median and range of the per-run speedups. A model is a sample, a file, or a name of the
+tests' Keras zoo (tests/zoo/models.py, built and cached on first use), such as TFKerasBERT.
 """
 
 from __future__ import annotations
@@ -31,11 +32,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from core.loaders import load_model  # noqa: E402
+from core.formats.loaders import load_model  # noqa: E402
 from core.runtime import RunRequest, run  # noqa: E402
 from core.runtime.lowering import LOWERING_ENV  # noqa: E402
 from passes.config import PassConfig  # noqa: E402
 from passes.registry import run_pipeline  # noqa: E402
+from tests.zoo.models import ZOO, zoo_model  # noqa: E402
 
 
 def lowering_table(models: list[str], repeat: int, steps: int, warmup: int) -> None:
@@ -43,7 +45,7 @@ def lowering_table(models: list[str], repeat: int, steps: int, warmup: int) -> N
     print("| model | AutoFuse nodes on CPU | runs | speedup median | speedup min-max | original median step (ms) |")
     print("|---|---|---:|---:|---:|---:|")
     for model in models:
-        graph = load_model(model).graph
+        graph = load_model(zoo_model(model) if model in ZOO else model).graph
         pipeline = run_pipeline(graph)
         speedups: dict[str, list[float]] = {"off": [], "on": []}
         original_ms: dict[str, list[float]] = {"off": [], "on": []}
@@ -57,7 +59,7 @@ def lowering_table(models: list[str], repeat: int, steps: int, warmup: int) -> N
                 speedups[mode].append(result.speedup())
                 original_ms[mode].append(result.graphs["original"].summary()["step_median_us"] / 1000)
         os.environ.pop(LOWERING_ENV, None)
-        for mode, title in (("off", "XLA kernels (before)"), ("on", "conv/matmul epilogues as original ops")):
+        for mode, title in (("off", "XLA kernels (before)"), ("on", "epilogues, LayerNorms as original ops")):
             values = speedups[mode]
             print(f"| {model} | {title} | {len(values)} | {statistics.median(values):.2f}x | "
                   f"{min(values):.2f}-{max(values):.2f}x | {statistics.median(original_ms[mode]):.1f} |", flush=True)

@@ -9,12 +9,11 @@ import argparse
 import contextlib
 import functools
 import importlib
-import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
+from cli.common import flag_string_options, join_flag_values
 from core.errors import FuseLensError
 from core.tfimport import import_tensorflow
 
@@ -58,53 +57,11 @@ def command_names() -> list[str]:
     return [word for words in COMMANDS.values() for word in words]
 
 
-def flag_string(text: str) -> str:
-    """The argparse `type` of an option whose value is a flag string that itself starts with `--`
-    (`--autofuse-flags "--enable_autofuse=true"`): argparse would read that value as an option,
-    so `main` joins such an option with the word after it (`join_flag_values`)."""
-    return text
-
-
-def flag_string_options(parser: argparse.ArgumentParser) -> set[str]:
-    """The long option strings declared with `type=flag_string`, in the parser and its subcommands."""
-    found = set()
-    for action in parser._actions:
-        if action.type is flag_string:
-            found.update(o for o in action.option_strings if o.startswith("--"))
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                found |= flag_string_options(sub)
-    return found
-
-
-def join_flag_values(argv: Sequence[str], options: set[str]) -> list[str]:
-    """`--opt VALUE` -> `--opt=VALUE` for these options, so a VALUE starting with `--` is taken as
-    the value (the `=` spelling already is); words after a bare `--` are left alone."""
-    words = list(argv)
-    joined: list[str] = []
-    i = 0
-    while i < len(words):
-        if words[i] == "--":
-            return joined + words[i:]
-        if words[i] in options and i + 1 < len(words):
-            joined.append(f"{words[i]}={words[i + 1]}")
-            i += 2
-        else:
-            joined.append(words[i])
-            i += 1
-    return joined
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line as argparse reads it once flag-string values are joined to their options."""
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(words[0] if words and words[0] in command_names() else None)
     return parser.parse_args(join_flag_values(words, flag_string_options(parser)))
-
-
-def print_json(data: Any) -> None:
-    json.dump(data, sys.stdout, indent=2, default=str)
-    sys.stdout.write("\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from pathlib import Path
 
-from cli import flag_string, print_json
+from cli.common import add_input_args, flag_string, input_shapes, pass_selection, print_json, progress_line
 from cli.pass_args import add_pass_selection_args
-from cli.run_cmd import _add_input_args, _progress_printer, input_shapes
+from core.devices.backends import BACKENDS
 from core.errors import FuseLensError
-from core.loaders import load_model
-from core.runtime.backends import BACKENDS
+from core.formats.loaders import load_model
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backend", choices=[b for b in BACKENDS if b != "npu"], default="cpu")
     p.add_argument("--no-grappler", action="store_true",
                    help="run both graphs as written, without Grappler (a numeric bisect runs about 3x faster)")
-    _add_input_args(p)
+    add_input_args(p)
     p.add_argument("--inputs", metavar="X.npz", help="input arrays, one per placeholder (default: seeded random)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--timeout", type=float, default=600.0, metavar="S", help="stop one run after S seconds")
@@ -56,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                       "step times, kernels and outputs")
     p.add_argument("--steps", type=int, default=30, help="--run: timed steps (default 30)")
     p.add_argument("--warmup", type=int, default=3, help="--run: untimed steps first (default 3)")
-    _add_input_args(p)
+    add_input_args(p)
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
     p.set_defaults(func=run_diff_config)
 
@@ -74,13 +72,9 @@ def run_bisect(args: argparse.Namespace) -> int:
     if args.export and Path(args.export).exists() and not Path(args.export).is_dir():
         raise FuseLensError(f"{args.export}: --export takes a folder, and this is a file")
     model = load_model(args.model)
-    show = _progress_printer(sys.stderr.isatty())
-    try:
+    with progress_line(sys.stderr.isatty()) as show:
         result = Bisector(model.graph, config, options, run_pipeline, model=args.model,
                           progress=show or (lambda _text: None)).run()
-    finally:
-        if show:
-            print("\r\033[K", end="", file=sys.stderr)
     written = result.write_reproduction(args.export) if args.export and result.found else []
     if args.json:
         print_json({**result.to_json(), "written": [str(p) for p in written]})
@@ -96,38 +90,18 @@ def run_bisect(args: argparse.Namespace) -> int:
     return 1 if result.found else 0
 
 
-def selection(text: str, what: str) -> object:
-    """A pass selection written as the options of `fuse` ("--disable AutoFusePass --skip-match X")."""
-    from passes.config import PassConfig
-
-    parser = argparse.ArgumentParser(prog=f"fuselens diff-config {what}", add_help=False, exit_on_error=False)
-    add_pass_selection_args(parser)
-    try:
-        words = shlex.split(text)
-        args, extra = parser.parse_known_args(words)
-    except (ValueError, argparse.ArgumentError) as e:
-        raise FuseLensError(f"{what} {text!r}: {e}") from None
-    if extra:
-        raise FuseLensError(f"{what} {text!r}: not a pass selection option: {' '.join(extra)}")
-    return PassConfig.from_args(args)
-
-
 def run_diff_config(args: argparse.Namespace) -> int:
     from passes.registry import run_pipeline
     from session.config_diff import diff_configs, format_diff, run_both
 
-    a, b = selection(args.a, "--a"), selection(args.b, "--b")
+    a, b = pass_selection(args.a, "--a"), pass_selection(args.b, "--b")
     shapes = input_shapes(args)
     model = load_model(args.model)
     diff, first, second = diff_configs(model.graph, a, b, run_pipeline, args.a or "defaults", args.b or "defaults")
     if args.run:
-        show = _progress_printer(sys.stderr.isatty())
-        try:
+        with progress_line(sys.stderr.isatty()) as show:
             run_both(diff, first, second, steps=args.steps, warmup=args.warmup, on_progress=show, model=args.model,
                      input_shapes=shapes)
-        finally:
-            if show:
-                print("\r\033[K", end="", file=sys.stderr)
     if args.json:
         print_json(diff.to_json())
     else:

@@ -6,10 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from cli import print_json
+from cli.common import print_json
 from cli.pass_args import add_pass_selection_args
-from core.io import check_output_path, write_bytes_atomic, write_json_atomic
-from core.loaders import load_model
+from core.formats.io import check_output_path, write_bytes_atomic, write_json_atomic
+from core.formats.loaders import load_model
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -72,7 +72,7 @@ def run_fuse(args: argparse.Namespace) -> int:
     if args.report:
         write_json_atomic(args.report, report, protect=protect)
     if args.ledger:
-        from core.ge.fusion_result import write_fusion_result
+        from core.ascend.ge.fusion_result import write_fusion_result
         from passes.ledger import pipeline_ledger
 
         write_fusion_result(args.ledger, [pipeline_ledger(pipeline)], protect=protect)

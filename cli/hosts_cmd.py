@@ -8,15 +8,16 @@ and imports what came back with the very command the bundle prints, so the repor
 from __future__ import annotations
 
 import argparse
+import shlex
 import signal
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
-from cli import print_json
+from cli.common import fuse_model, import_profile, input_shapes, pass_selection, print_json
+from core.ascend.remote import ADAPTERS, RemoteError, transport_for
 from core.errors import FuseLensError
-from core.runtime.remote import ADAPTERS, RemoteError, transport_for
 from session.remote_run import (
     HostStore,
     RunHistory,
@@ -109,7 +110,6 @@ def run_hosts_remove(args: argparse.Namespace) -> int:
 # ---- a run on a host ----------------------------------------------------------------------------------------
 def run_on_host(args: argparse.Namespace) -> int:
     """`run MODEL --backend npu --host NAME`: bundle, send, run, fetch, import; progress lines on stderr."""
-    from cli.run_cmd import fuse_model, input_shapes
     from session.npu_export import export_npu_bundle
     from session.remote_run import configuration_words, new_record, run_bundle_on_host
 
@@ -149,15 +149,14 @@ def _follow(work: Any) -> RunRecord:
 
 
 def import_run(record: RunRecord, args: argparse.Namespace) -> int:
-    """Import the run's results with the bundle's own import command; what is missing is named, what arrived shown."""
-    from cli import build_parser
-
+    """Import the run's results as its bundle's import command does (the pass selection it ran with); what is
+    missing is named, what arrived shown."""
     for line in record.missing:
         print(f"fuselens: results incomplete: {line}", file=sys.stderr)
-    words = record.import_words() + (["--save", args.save] if getattr(args, "save", None) else []) \
-        + (["--json"] if getattr(args, "json", False) else [])
-    imported = build_parser().parse_args(words)
-    imported.func(imported)
+    config = pass_selection(shlex.join(record.configuration), f"run {record.id}'s pass selection")
+    imported = argparse.Namespace(path=str(record.results), model=record.model, save=getattr(args, "save", None),
+                                  json=getattr(args, "json", False))
+    import_profile(imported, config)
     if record.missing:
         print(f"fuselens: results incomplete ({len(record.missing)} missing, listed above); shown: what arrived",
               file=sys.stderr)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cli import print_json
+from cli.common import print_json
+from core.ascend.ge.dump import dump_summary, format_dump_summary, is_dump, load_dump
 from core.errors import FuseLensError
-from core.ge.dump import dump_summary, format_dump_summary, is_dump, load_dump
-from core.inspect import format_summary, summarize
-from core.io import write_bytes_atomic
-from core.loaders import load_model
-from core.samples import SAMPLES, is_built, sample_path
+from core.formats.io import write_bytes_atomic
+from core.formats.loaders import load_model
+from core.formats.samples import SAMPLES, is_built, sample_path
+from core.graph.inspect import format_summary, summarize
 
 
 def register(sub: argparse._SubParsersAction) -> None:

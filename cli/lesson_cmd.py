@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from cli.pass_args import add_pass_selection_args
-from core.io import check_output_path
-from core.loaders import load_model
+from core.formats.io import check_output_path
+from core.formats.loaders import load_model
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -1,7 +1,7 @@
 """`stages`, `diff` and `ledger`: reading what the NPU toolchain brought back (GE dumps, fusion_result.json).
 
-`import-profile --model` sets those records against FuseLens's prediction (cli/run_cmd.py calls
-`add_check_args` and `check_report` here), and `fuse --ledger` writes FuseLens's own ledger.
+`import-profile --model` sets those records against FuseLens's prediction (cli/common.py's `import_profile`),
+and `fuse --ledger` writes FuseLens's own ledger.
 """
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ import argparse
 import sys
 from typing import Any
 
-from cli import print_json
+from cli.common import fuse_model, print_json
 from cli.pass_args import add_pass_selection_args
+from core.ascend.ge.diff import diff_graphs, format_diff
+from core.ascend.ge.fusion_result import FusionResult, LedgerRow, read_fusion_result
+from core.ascend.ge.open import open_graph
+from core.ascend.ge.stages import scan_dump_folder
 from core.errors import FuseLensError
-from core.ge.diff import diff_graphs, format_diff
-from core.ge.fusion_result import FusionResult, LedgerRow, read_fusion_result
-from core.ge.open import open_graph
-from core.ge.stages import scan_dump_folder
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -100,7 +100,6 @@ def run_ledger(args: argparse.Namespace) -> int:
     rows: list[LedgerRow] = []
     chosen = None
     if args.model:
-        from cli.run_cmd import fuse_model
         from passes.ledger import compare_with_toolchain
 
         chosen = result.graph(args.graph) if args.graph else result.busiest()
@@ -144,25 +143,3 @@ def format_comparison(model: str, graph: str, rows: list[LedgerRow]) -> str:
         lines.append(f"  {row.status.replace('_', ' '):13s} {row.name:44s} FuseLens {counts(row.predicted):7s} "
                      f"toolchain {counts(row.actual):7s}{note}")
     return "\n".join(lines)
-
-
-# ---- import-profile's predicted vs actual ----------------------------------------------------------
-def add_check_args(p: argparse.ArgumentParser) -> None:
-    """Options of `import-profile --model` for the predicted-vs-actual report."""
-    group = p.add_argument_group("predicted vs actual (with --model)")
-    group.add_argument("--fusion-result", metavar="F", help="the toolchain's fusion_result.json "
-                                                            "(default: one found under PATH)")
-    group.add_argument("--dumps", metavar="DIR", help="the GE graph dump folder (default: dumps found under PATH)")
-    group.add_argument("--stage", help="the dump stage to check against (default: the last stage of the graph "
-                                       "that matches the model)")
-    group.add_argument("--ledger-graph", metavar="KEY", help="the fusion_result.json graph to compare")
-    group.add_argument("--check", metavar="R.json", help="write the predicted-vs-actual report (JSON) here; "
-                                                          "`--check -` prints it instead of the run")
-
-
-def check_report(args: argparse.Namespace, pipeline: Any, result: Any) -> dict[str, Any]:
-    """The predicted-vs-actual report of an imported run (the run with fusion on, if both are there)."""
-    from session.npu_check import check_imported
-
-    return check_imported(pipeline, args.path, result, model=args.model, fusion_result=args.fusion_result,
-                          dumps=args.dumps, ledger_graph=args.ledger_graph, stage=args.stage)

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import argparse
 
-from cli import flag_string
+
+def flag_string(text: str) -> str:
+    """The argparse `type` of an option whose value is a flag string that itself starts with `--`
+    (`--autofuse-flags "--enable_autofuse=true"`): argparse would read that value as an option,
+    so `main` joins such an option with the word after it (`join_flag_values` in cli/common.py)."""
+    return text
 
 
 def add_pass_selection_args(parser: argparse.ArgumentParser) -> None:

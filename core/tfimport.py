@@ -2,7 +2,7 @@
 
 TF 2.21 writes oneDNN/CUDA notices to file descriptor 2 before its logging is configured, so
 TF_CPP_MIN_LOG_LEVEL cannot hide them. Core and passes import TensorFlow through here, with
-three exceptions that import it themselves: resources/build_samples.py (also when core.samples
+three exceptions that import it themselves: resources/build_samples.py (also when core.formats.samples
 builds a cached sample on first use, if nothing imported TensorFlow before), the runner's child
 process (core/runtime/child.py) and the script written for the NPU machine.
 Python exceptions raised by the import still propagate.

@@ -10,11 +10,13 @@ from PySide6.QtGui import QAction, QKeySequence
 Shortcut = str | QKeySequence.StandardKey
 
 
-def make_action(parent: QObject, text: str, handler: Callable[[], object],
+def make_action(parent: QObject, text: str, handler: Callable[[], object] | None,
                 shortcut: Shortcut | Sequence[Shortcut] | None = None, tip: str = "") -> QAction:
-    """An action with its handler, one or several shortcuts and a tooltip."""
+    """An action with its handler (None: connected by whoever owns what it does), one or several shortcuts
+    and a tooltip."""
     action = QAction(text, parent)
-    action.triggered.connect(handler)
+    if handler is not None:
+        action.triggered.connect(handler)
     if shortcut is not None:
         shortcuts = [shortcut] if isinstance(shortcut, str | QKeySequence.StandardKey) else list(shortcut)
         action.setShortcuts([QKeySequence(s) for s in shortcuts])

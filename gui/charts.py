@@ -1,6 +1,6 @@
 """Run results as charts (pyqtgraph): summary cards, per-kernel bars before and after, one step's timeline.
 
-Colours are the op-class palette of the graph panes (core.opclass); kernels a fusion pass made
+Colours are the op-class palette of the graph panes (core.graph.opclass); kernels a fusion pass made
 are hatched. Clicking a bar or a timeline block emits the kernel's graph node; the run panel turns
 that into the shared selection, and `highlight` outlines the bars of whatever is selected.
 """
@@ -14,8 +14,8 @@ from PySide6.QtCore import QPoint, QPointF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
-from core.opclass import BORDER, CATEGORY_TITLES, PALETTE, Category
-from core.runtime.result import GraphRun, KernelStat, RunResult, TimelineEvent
+from core.graph.opclass import BORDER, CATEGORY_TITLES, PALETTE, Category
+from core.measure.result import GraphRun, KernelStat, RunResult, TimelineEvent
 from core.runtime.run_view import (
     SIDE_OF_LABEL,
     Card,

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -28,7 +27,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QMenu,
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
@@ -38,8 +36,8 @@ from PySide6.QtWidgets import (
 )
 
 from core.errors import FuseLensError
+from core.formats.io import write_json_atomic
 from core.graph import Graph
-from core.io import write_json_atomic
 from core.runtime.run_view import parse_input_shapes
 from gui.actions import make_action
 from gui.dialogs import guarded, save_dialog, show_error
@@ -51,7 +49,9 @@ from session.bisect import BisectOptions, Bisector, BisectResult, format_result
 from session.config_diff import diff_configs, format_diff, run_both
 
 if TYPE_CHECKING:
-    from gui.main_window import MainWindow
+    from gui.host import PanelHost
+    from gui.match_list import MatchList
+    from gui.run_panel import RunPanel
 
 BISECT_SLOT = "bisect"
 COMPARE_SLOT = "compare"
@@ -59,9 +59,9 @@ CONFIG_FILTER = "FuseLens pass configuration (*.json);;All files (*)"
 BISECT_HEIGHT = 260  # the result is a dozen lines; the graph panes keep the rest
 
 
-def helper_fuse(window: MainWindow, cancelled: Callable[[], bool]) -> Callable[[Graph, PassConfig], PipelineResult]:
+def helper_fuse(host: PanelHost, cancelled: Callable[[], bool]) -> Callable[[Graph, PassConfig], PipelineResult]:
     """Fusion for a worker: in the window's TensorFlow helper, never in the window's process."""
-    return lambda graph, config: window.tensorflow.fuse(FusionJob(0, graph, config), lambda _text: None, cancelled)
+    return lambda graph, config: host.tensorflow.fuse(FusionJob(0, graph, config), lambda _text: None, cancelled)
 
 
 def _monospace(widget: QPlainTextEdit) -> QPlainTextEdit:
@@ -74,9 +74,9 @@ def _monospace(widget: QPlainTextEdit) -> QPlainTextEdit:
 class BisectPanel(QWidget):
     """Options, Start / Cancel with progress, the result as text, and what to do with it."""
 
-    def __init__(self, window: MainWindow):
-        super().__init__(window)
-        self.window_ = window
+    def __init__(self, host: PanelHost, input_shapes: Callable[[], str], match_list: MatchList):
+        super().__init__(host.window)
+        self.host, self.input_shapes, self.match_list = host, input_shapes, match_list
         self.worker: Worker | None = None
         self.by = QComboBox(self)
         self.by.addItem("numeric: outputs not allclose", "numeric")
@@ -146,13 +146,13 @@ class BisectPanel(QWidget):
             except ValueError:
                 raise FuseLensError(f"{name}: not a number: {text!r}") from None
 
-        shapes = parse_input_shapes(self.window_.run_panel.shapes.text())
+        shapes = parse_input_shapes(self.input_shapes())
         return BisectOptions(by=self.by.currentData(), rtol=number(self.rtol, "rtol"), atol=number(self.atol, "atol"),
                              slowdown=self.slowdown.value(), steps=self.steps.value(), input_shapes=shapes)
 
     def start(self) -> None:
-        window = self.window_
-        session = window.session
+        host = self.host
+        session = host.session
         if self.running():
             return
         try:
@@ -160,17 +160,17 @@ class BisectPanel(QWidget):
                 raise FuseLensError("open a model first (and let the passes run): there is nothing to bisect")
             options = self.options()
         except FuseLensError as e:
-            show_error(self, "Bisect", str(e), window.statusBar())
+            show_error(self, "Bisect", str(e), host.status)
             return
         graph, config, name = session.model.graph, session.config, session.model.name
 
         def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> BisectResult:
-            return Bisector(graph, config, options, helper_fuse(window, cancelled), model=name, progress=progress,
+            return Bisector(graph, config, options, helper_fuse(host, cancelled), model=name, progress=progress,
                             cancelled=cancelled).run()
 
         self._set_running(True)
         self.label.setText("bisect: starting…")
-        self.worker = window.workers.start(BISECT_SLOT, "the bisect", task, on_finished=self._finished,
+        self.worker = host.workers.start(BISECT_SLOT, "the bisect", task, on_finished=self._finished,
                                            on_error=self._failed, on_progress=self._progress,
                                            on_cancelled=self._cancelled)
 
@@ -188,12 +188,12 @@ class BisectPanel(QWidget):
 
     def _progress(self, text: str) -> None:
         self.label.setText(text)
-        self.window_.statusBar().showMessage(text)
+        self.host.status.showMessage(text)
 
     def _finished(self, result: BisectResult) -> None:
         self.worker = None
         self._set_running(False)
-        self.window_.session.set_bisect(result)
+        self.host.session.set_bisect(result)
         self.show_result(result)
         self.select_culprit()
 
@@ -201,13 +201,13 @@ class BisectPanel(QWidget):
         self.worker = None
         self._set_running(False)
         self.label.setText("bisect failed")
-        show_error(self, "Bisect failed", text, self.window_.statusBar())
+        show_error(self, "Bisect failed", text, self.host.status)
 
     def _cancelled(self) -> None:
         self.worker = None
         self._set_running(False)
         self.label.setText("bisect cancelled")
-        self.window_.statusBar().showMessage("Bisect cancelled; its child process was stopped", 5000)
+        self.host.status.showMessage("Bisect cancelled; its child process was stopped", 5000)
 
     def show_result(self, result: BisectResult | None) -> None:
         self.text.setPlainText(format_result(result) if result is not None else "")
@@ -218,28 +218,28 @@ class BisectPanel(QWidget):
             verdict = (f"{len(result.culprits)} culprit(s) in {result.runs} runs" if found
                        else f"nothing wrong ({result.runs} runs)")
             self.label.setText(f"bisect done: {verdict}")
-            self.window_.statusBar().showMessage(f"Bisect: {verdict}", 15000)
+            self.host.status.showMessage(f"Bisect: {verdict}", 15000)
 
     def select_culprit(self) -> None:
         """The first culprit, in the match list and (through it) both panes."""
-        result = self.window_.session.bisect
-        if result is not None and result.found and not self.window_.match_list.select_match(result.culprits[0].id):
-            self.window_.statusBar().showMessage(f"{result.culprits[0].id} is not in the match list now "
+        result = self.host.session.bisect
+        if result is not None and result.found and not self.match_list.select_match(result.culprits[0].id):
+            self.host.status.showMessage(f"{result.culprits[0].id} is not in the match list now "
                                                  "(skipped, or the configuration changed)", 8000)
 
     def apply_skip_list(self) -> None:
-        result = self.window_.session.bisect
+        result = self.host.session.bisect
         if result is not None and result.found:
-            self.window_.set_config(self.window_.session.config.with_skipped(result.skip_ids()))
+            self.host.set_config(self.host.session.config.with_skipped(result.skip_ids()))
 
     def export_dialog(self) -> None:
-        result = self.window_.session.bisect
+        result = self.host.session.bisect
         folder = QFileDialog.getExistingDirectory(self, "Export the reproduction into a folder")
         if folder and result is not None:
             written = guarded(self, "Export failed", lambda: result.write_reproduction(folder),
-                              self.window_.statusBar())
+                              self.host.status)
             if written:
-                self.window_.statusBar().showMessage("wrote " + ", ".join(p.name for p in written), 8000)
+                self.host.status.showMessage("wrote " + ", ".join(p.name for p in written), 8000)
 
 
 class CompareDialog(QDialog):
@@ -248,9 +248,9 @@ class CompareDialog(QDialog):
     CHOICES = (("the defaults", "defaults"), ("the current one without its skipped matches", "unskipped"),
                ("a saved configuration…", "file"))
 
-    def __init__(self, window: MainWindow):
-        super().__init__(window)
-        self.window_ = window
+    def __init__(self, host: PanelHost, input_shapes: Callable[[], str]):
+        super().__init__(host.window)
+        self.host, self.input_shapes = host, input_shapes
         self.setWindowTitle("Compare with current")
         self.resize(760, 480)
         self.other = QComboBox(self)
@@ -271,7 +271,7 @@ class CompareDialog(QDialog):
         self.compare_button.clicked.connect(self.compare)
 
     def other_config(self) -> tuple[PassConfig, str] | None:
-        current = self.window_.session.config
+        current = self.host.session.config
         key = self.other.currentData()
         if key == "defaults":
             return PassConfig.default(), "defaults"
@@ -284,7 +284,7 @@ class CompareDialog(QDialog):
         return (config, Path(path).name) if config is not None else None
 
     def compare(self) -> None:
-        window, session = self.window_, self.window_.session
+        host, session = self.host, self.host.session
         if session.model is None or session.pipeline is None:
             show_error(self, "Compare", "open a model first (and let the passes run)")
             return
@@ -293,11 +293,11 @@ class CompareDialog(QDialog):
             return
         b, b_label = other
         graph, a, running = session.model.graph, session.config, self.run_box.isChecked()
-        shapes = parse_input_shapes(window.run_panel.shapes.text())
+        shapes = parse_input_shapes(self.input_shapes())
 
         def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> str:
             progress("compare: fusing both configurations")
-            diff, first, second = diff_configs(graph, a, b, helper_fuse(window, cancelled), "current", b_label)
+            diff, first, second = diff_configs(graph, a, b, helper_fuse(host, cancelled), "current", b_label)
             if running and not cancelled():
                 progress("compare: running both")
                 run_both(diff, first, second, input_shapes=shapes)
@@ -305,7 +305,7 @@ class CompareDialog(QDialog):
 
         self.compare_button.setEnabled(False)
         self.label.setText("comparing…")
-        window.workers.start(COMPARE_SLOT, "the comparison", task, on_finished=self._show,
+        host.workers.start(COMPARE_SLOT, "the comparison", task, on_finished=self._show,
                              on_error=lambda text: self._show_error(text), on_progress=self.label.setText,
                              on_cancelled=lambda: self._show_error("cancelled"))
 
@@ -322,72 +322,66 @@ class CompareDialog(QDialog):
 class DebugTools:
     """What install_debug_tools adds to a window (kept for tests)."""
 
-    def __init__(self, window: MainWindow):
-        self.window = window
-        self.bisect = BisectPanel(window)
-        self.bisect_dock: QDockWidget = window.add_bottom_dock(self.bisect, "Bisect")
-        run_dock = window.run_panel.parentWidget()
-        if isinstance(run_dock, QDockWidget):  # a tab beside Run and profile, not a second row of controls
-            window.tabifyDockWidget(run_dock, self.bisect_dock)
+    def __init__(self, host: PanelHost, match_list: MatchList, run_panel: RunPanel):
+        self.host, self.match_list = host, match_list
+        self.input_shapes = run_panel.shapes.text  # the run dock's input shapes serve the bisect and compare too
+        self.bisect = BisectPanel(host, self.input_shapes, match_list)
+        self.bisect_dock: QDockWidget = host.add_bottom_dock(self.bisect, "Bisect")  # a tab beside Run and profile
         self.bisect_dock.hide()
         self.compare: CompareDialog | None = None
-        window.match_list.skip_toggled.connect(self.toggle_skip)
-        window.session.subscribe(self._on_session)
+        match_list.skip_toggled.connect(self.toggle_skip)
+        host.session.subscribe(self._on_session)
 
     def toggle_skip(self, match_id: str, skip: bool) -> None:
         """A check box in the match list: skip the match (or fuse it again); the pass stays on."""
-        config = self.window.session.config
-        self.window.set_config(config.with_skipped([match_id]) if skip else config.without_skipped([match_id]))
+        config = self.host.session.config
+        self.host.set_config(config.with_skipped([match_id]) if skip else config.without_skipped([match_id]))
 
     def _on_session(self, what: str) -> None:
         if what in ("layerwise", "pipeline"):
-            self.window.match_list.set_errors(self.window.session.layerwise)
+            self.match_list.set_errors(self.host.session.layerwise)
 
     def show_bisect(self) -> None:
         self.bisect_dock.show()
         self.bisect_dock.raise_()
-        self.window.resizeDocks([self.bisect_dock], [BISECT_HEIGHT], Qt.Orientation.Vertical)
+        self.host.resize_dock(self.bisect_dock, BISECT_HEIGHT)
 
     def show_compare(self) -> None:
         if self.compare is None:
-            self.compare = CompareDialog(self.window)
+            self.compare = CompareDialog(self.host, self.input_shapes)
         self.compare.show()
         self.compare.raise_()
 
     def save_config(self, path: str) -> Path:
-        return write_json_atomic(path, self.window.session.config.to_json())
+        return write_json_atomic(path, self.host.session.config.to_json())
 
     def open_config(self, path: str) -> None:
-        self.window.set_config(PassConfig.load(path))
+        self.host.set_config(PassConfig.load(path))
 
 
-def _menu(window: MainWindow, title: str) -> QMenu:
-    found = next((a.menu() for a in window.menuBar().actions() if a.text() == title and a.menu()), None)
-    return found if found is not None else window.menuBar().addMenu(title)
-
-
-def install_debug_tools(window: MainWindow) -> DebugTools:
+def install_debug_tools(host: PanelHost, match_list: MatchList, run_panel: RunPanel) -> DebugTools:
     """The skip check boxes' wiring, the Bisect dock, Run > Bisect… and Compare with current…, and
     File > Save / Open pass configuration."""
-    tools = DebugTools(window)
-    run_menu = _menu(window, "&Run")
+    tools = DebugTools(host, match_list, run_panel)
+    window, status = host.window, host.status
+    run_menu = host.menu("&Run")
     run_menu.addSeparator()
     run_menu.addAction(make_action(window, "Bisect…", tools.show_bisect,
                                    tip="Find the matches that make the outputs differ, or the model slower"))
     run_menu.addAction(make_action(window, "Compare with current…", tools.show_compare,
                                    tip="Matches gained and lost against another pass configuration"))
-    file_menu = _menu(window, "&File")
+    file_menu = host.menu("&File")
     actions = file_menu.actions()
     quit_at = next((i for i, a in enumerate(actions) if a.text() == "Quit"), len(actions))
     before = actions[quit_at - 1] if 0 < quit_at <= len(actions) else None  # the separator above Quit
     save = make_action(window, "Save pass configuration…", lambda: save_dialog(
-        window, "Save the pass configuration", "passes.json", CONFIG_FILTER, tools.save_config, window.statusBar()))
-    load = make_action(window, "Open pass configuration…", lambda: _open_config(window, tools))
+        window, "Save the pass configuration", "passes.json", CONFIG_FILTER, tools.save_config, status))
+    load = make_action(window, "Open pass configuration…", lambda: _open_config(host, tools))
     file_menu.insertActions(before, [save, load]) if before is not None else file_menu.addActions([save, load])
     return tools
 
 
-def _open_config(window: MainWindow, tools: DebugTools) -> None:
-    path, _ = QFileDialog.getOpenFileName(window, "Open a pass configuration", "", CONFIG_FILTER)
+def _open_config(host: PanelHost, tools: DebugTools) -> None:
+    path, _ = QFileDialog.getOpenFileName(host.window, "Open a pass configuration", "", CONFIG_FILTER)
     if path:
-        guarded(window, "Cannot open the configuration", lambda: tools.open_config(path), window.statusBar())
+        guarded(host.window, "Cannot open the configuration", lambda: tools.open_config(path), host.status)

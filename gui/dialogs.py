@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.errors import FuseLensError
-from core.samples import SAMPLES, is_built
+from core.formats.samples import SAMPLES, is_built
 
 T = TypeVar("T")
 

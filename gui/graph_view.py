@@ -39,18 +39,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.graph.opclass import BORDER, DIFF_COLOURS, PALETTE
 from core.layout import Layout, LayoutEdge, LayoutNode
 from core.layout.change import LayoutChange, edge_key, layout_change
 from core.layout.expand import FRAME_HEADER
-from core.opclass import BORDER, PALETTE
 from gui.workers import run_in_slices
 
-# Diff colours (fill, border): removed red, new fused green, modified weights amber.
-DIFF_COLOURS = {
-    "removed": ("#f6aea9", "#c5221f"),
-    "new": ("#a8dab5", "#188038"),
-    "modified": ("#fdd663", "#e37400"),
-}
 SELECTED = QColor("#1a73e8")
 SEARCH_HIT = QColor("#ff6d00")
 LABEL_LOD = 0.45  # below this zoom a label is unreadable: draw boxes only

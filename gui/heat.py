@@ -17,7 +17,7 @@ from PySide6.QtCore import QObject, QRectF, Qt
 from PySide6.QtGui import QColor, QLinearGradient, QPainter
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
-from core.runtime.result import RunResult
+from core.measure.result import RunResult
 from core.runtime.run_view import SIDE_OF_LABEL, format_us, node_times
 from gui.graph_view import GraphView
 from session import Session

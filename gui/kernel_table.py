@@ -8,8 +8,8 @@ from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
-from core.opclass import PALETTE
-from core.runtime.result import GraphRun, KernelStat, RunResult
+from core.graph.opclass import PALETTE
+from core.measure.result import GraphRun, KernelStat, RunResult
 from core.runtime.run_view import SIDE_OF_LABEL, kernel_category, per_step_us
 
 SORT_ROLE = Qt.ItemDataRole.UserRole

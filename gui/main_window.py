@@ -10,31 +10,25 @@ they never overlap; TensorFlow itself is never imported here.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterable
-from functools import partial
+from collections.abc import Iterable
 
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtWidgets import (
-    QDialog,
-    QDockWidget,
-    QFileDialog,
-    QMainWindow,
-    QWidget,
-)
+from PySide6.QtCore import QSettings, QTimer, Signal
+from PySide6.QtWidgets import QMainWindow
 
+from core.formats.loaders import LoadedModel
 from core.layout import SCOPE_PREFIX, Layout, LayoutCache, default_cache
 from core.layout.overview import drawn_name, expand_scope, hidden_in
-from core.loaders import LoadedModel
 from gui.chrome import build_chrome
 from gui.debug_tools import install_debug_tools
-from gui.dialogs import MODEL_FILTER, RecentFiles, SamplesDialog, save_dialog, show_error
+from gui.dialogs import RecentFiles, show_error
+from gui.host import PanelHost
 from gui.match_list import MatchList
+from gui.model_jobs import ModelJobs
 from gui.overlay import WhyNotOverlay
 from gui.pane import Pane, diff_status
 from gui.pass_panel import PassPanel
 from gui.presentation import install_presentation
-from gui.properties import FusedBodyDialog, PropertiesPanel
+from gui.properties import PropertiesPanel, show_body_table
 from gui.run_panel import install_run_panel
 from gui.search import SearchHits
 from gui.selection import Selection, SelectionModel
@@ -42,11 +36,8 @@ from gui.stages_panel import install_stages_panel
 from gui.workers import WorkerPool
 from passes.base import Match, NearMiss
 from passes.config import PassConfig
-from passes.registry import PipelineResult
-from session import SIDES, FusionJob, Session, Stage
+from session import SIDES, Session, Stage
 from session.tensorflow_helper import TensorFlowHelper, shared_helper
-
-TF_SLOT = "tf"  # the one worker slot for work that uses TensorFlow
 
 
 class MainWindow(QMainWindow):
@@ -82,14 +73,19 @@ class MainWindow(QMainWindow):
                       for side, title in (("before", "Before (original)"), ("after", "After (fused)"))}
         self.before, self.after = self.panes["before"].view, self.panes["after"].view
         self.why_not = WhyNotOverlay(self.before)  # a selected near miss drawn over the original graph
-        build_chrome(self)
-        self.search_hits = SearchHits(self.search, self.search_status, {s: p.view for s, p in self.panes.items()},
-                                      self.select_key)
+        self.chrome = build_chrome(self)
+        self.search = self.chrome.search
+        views = {side: pane.view for side, pane in self.panes.items()}
+        self.search_hits = SearchHits(self.search, self.chrome.search_status, views, self.select_key)
+        self.jobs = ModelJobs(self.session, self.workers, self.tensorflow, self.statusBar(), self._on_shapes,
+                               self._error)
         self._connect()
-        self.run_panel = install_run_panel(self)  # the Run & profile dock, Run menu and toolbar action
-        self.debug_tools = install_debug_tools(self)  # skip boxes, layerwise errors, bisect, compare
-        self.stages_panel = install_stages_panel(self)  # the toolchain's own graph dumps, stage by stage
-        self.presentation = install_presentation(self)  # View > Presentation (F11): full screen, large, keys
+        self.host = PanelHost(self, self.session, self.selection, self.workers, self.tensorflow, views,
+                              self.layout_done, self.set_config, self.chrome.toolbar)
+        self.run_panel = install_run_panel(self.host)  # the Run & profile dock, Run menu and toolbar action
+        self.debug_tools = install_debug_tools(self.host, self.match_list, self.run_panel)  # skips, bisect, compare
+        self.stages_panel = install_stages_panel(self.host, self.chrome.open_dumps_action)  # the toolchain's dumps
+        self.presentation = install_presentation(self.host, self)  # View > Presentation (F11): full screen, keys
 
     # ---- construction ---------------------------------------------------------------------------
     def _connect(self) -> None:
@@ -102,7 +98,7 @@ class MainWindow(QMainWindow):
             view.node_clicked.connect(lambda key, s=side: self.select_key(s, key))
             view.background_clicked.connect(self.selection.clear)
             view.node_activated.connect(lambda key, s=side: self._on_activated(s, key))
-            view.body_table_requested.connect(lambda key, s=side: self._show_body_table(s, key))
+            view.body_table_requested.connect(lambda key, s=side: show_body_table(self.panes[s].shown_graph, key, self))
             view.collapse_requested.connect(lambda scopes, s=side: self.session.set_collapsed(s, scopes))
             view.built.connect(lambda s=side: self._on_built(s))
         for pane in self.panes.values():
@@ -111,15 +107,6 @@ class MainWindow(QMainWindow):
             pane.failed.connect(self._on_layout_error)
             pane.dropped.connect(lambda collapsed, s=pane.side: self._on_layout_dropped(s, collapsed))
             pane.message.connect(lambda text: self.statusBar().showMessage(text, 10000))
-
-    # ---- public API for other panels --------------------------------------------------------------
-    def add_bottom_dock(self, widget: QWidget, title: str) -> QDockWidget:
-        """Attach a panel (e.g. run and profile) in the bottom dock area."""
-        dock = QDockWidget(title, self)
-        dock.setObjectName(f"dock-{title}")
-        dock.setWidget(widget)
-        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
-        return dock
 
     def is_idle(self) -> bool:
         """No work running or about to start (tests and benchmarks wait for this)."""
@@ -173,7 +160,7 @@ class MainWindow(QMainWindow):
         self.selection.set_provenance(None)
         self.selection.clear()
         self.match_list.set_results([])
-        self.match_filter.refresh()
+        self.chrome.match_filter.refresh()
         self.pass_panel.set_counts([])
         self.setWindowTitle(f"FuseLens — {model.name}")
         self.statusBar().showMessage(f"{model.name}: {len(model.graph)} nodes")
@@ -185,7 +172,7 @@ class MainWindow(QMainWindow):
             return
         self.selection.set_provenance(pipeline.provenance)
         self.match_list.set_results(pipeline.results)
-        self.match_filter.refresh()
+        self.chrome.match_filter.refresh()
         self.pass_panel.set_counts(pipeline.results)
         self.panes["before"].apply_diff(pipeline.provenance)
         matches = sum(len(r.matches) for r in pipeline.results)
@@ -213,17 +200,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Loading {spec}…")
         self.session.start_loading()
 
-        def load(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> LoadedModel:
-            model = self.tensorflow.load(spec, progress, cancelled)
-            # Walked here rather than on the GUI thread, where the first layout asks: every node's attrs
-            # (45 ms on the 20k graph, beside the layout worker: most of the longest stall while opening).
-            _ = model.graph.records_shapes
-            return model
-
-        self.workers.start("load", f"loading {spec}", load,
-                           on_finished=lambda model: self._on_loaded(spec, model),
-                           on_error=lambda text: self._load_failed("Cannot open model", text),
-                           on_cancelled=self.session.load_failed)
+        self.jobs.load(spec, lambda model: self._on_loaded(spec, model))
 
     def open_when_painted(self, spec: str) -> None:
         """Open `spec` once the window has painted itself (the model named on the command line).
@@ -240,16 +217,6 @@ class MainWindow(QMainWindow):
             # A 1 ms timer, so the timers due by then run first (a 0 ms one is a posted call, delivered ahead).
             QTimer.singleShot(1, self, lambda: self.open_model(spec))
 
-    def open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open model", "", MODEL_FILTER)
-        if path:
-            self.open_model(path)
-
-    def samples_dialog(self) -> None:
-        dialog = SamplesDialog(self)
-        if dialog.exec() == QDialog.DialogCode.Accepted and dialog.chosen():
-            self.open_model(dialog.chosen())
-
     def dragEnterEvent(self, event) -> None:
         if event.mimeData().hasUrls():
             event.acceptProposedAction()
@@ -264,19 +231,15 @@ class MainWindow(QMainWindow):
         self.recent.remember(spec)
         self.session.set_model(model)
 
-    def _load_failed(self, title: str, text: str) -> None:
-        self.session.load_failed()
-        self._error(title, text)
-
     def _error(self, title: str, text: str) -> None:
         show_error(self, title, text, self.statusBar())
 
-    # ---- fusion: the session's jobs, one at a time in the TensorFlow slot ---------------------------
+    # ---- fusion: the session's jobs (gui/model_jobs.py) ---------------------------------------------
     def set_config(self, config: PassConfig) -> None:
         """A new pass configuration (the pass panel, an import): fuse again with it."""
         job = self.session.set_config(config)
         if job is not None:
-            self._run_job(job)
+            self.jobs.fuse(job)
 
     def _follow_when_painted(self) -> None:
         """The after pane follows the before pane's new scopes once that pane is painted: its layout
@@ -304,45 +267,14 @@ class MainWindow(QMainWindow):
             QTimer.singleShot(0, self, self._after_follows)
         job = self.session.drawn()
         if job is not None:
-            self._run_job(job)
+            self.jobs.fuse(job)
 
-    def _run_job(self, job: FusionJob) -> None:
-        def fuse(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> PipelineResult:
-            pipeline = self.tensorflow.fuse(job, progress, cancelled)
-            # Composed or walked when first read, here rather than on the GUI thread: the provenance (37 ms
-            # on the 20k graph) and whether the fused graph records every shape (a pass over its nodes).
-            _ = pipeline.provenance, pipeline.fused.records_shapes
-            # The results live until the next fusion: out of the garbage collector's view, as a pane's
-            # shown graph is (see Pane._show). Collections over the 20k graph's ~5k records as the match
-            # list built their rows held the interpreter lock for up to 120 ms.
-            gc.freeze()
-            return pipeline
-
-        self.workers.start(TF_SLOT, "fusion", fuse, on_finished=lambda pipeline: self._on_fused(job, pipeline),
-                           on_error=lambda text: self._job_failed(job, "Fusion failed", text),
-                           on_cancelled=lambda: self.session.job_failed(job),
-                           on_progress=self.statusBar().showMessage)
-
-    def _on_fused(self, job: FusionJob, pipeline: PipelineResult) -> None:
-        if not self.session.fusion_done(job, pipeline):
-            return  # superseded by a newer configuration or model
-        shapes = partial(self.tensorflow.infer_shapes, [pipeline.original, pipeline.fused])
-        self.workers.start(TF_SLOT, "shape inference", shapes, on_finished=lambda _: self._on_shapes(job),
-                           on_error=lambda text: self._job_failed(job, "Shape inference failed", text),
-                           on_cancelled=lambda: self.session.job_failed(job),
-                           on_progress=self.statusBar().showMessage)
-
-    def _on_shapes(self, job: FusionJob) -> None:
-        if self.session.shapes_done(job):
-            # A pane drawn or being drawn without shapes: once more, with them. The fused graph's first layout
-            # may still be waiting for the match list (_show_pipeline): it will have them.
-            for side, pane in self.panes.items():
-                if not pane.asked_with_shapes and not (side == "after" and self._after_pending):
-                    self.relayout(side)
-
-    def _job_failed(self, job: FusionJob, title: str, text: str) -> None:
-        if self.session.job_failed(job):
-            self._error(title, text)
+    def _on_shapes(self) -> None:
+        """A pane drawn or being drawn without shapes: once more, with them. The fused graph's first layout
+        may still be waiting for the match list (_show_pipeline): it will have them."""
+        for side, pane in self.panes.items():
+            if not pane.asked_with_shapes and not (side == "after" and self._after_pending):
+                self.relayout(side)
 
     # ---- layout -------------------------------------------------------------------------------------
     def relayout(self, side: str) -> None:
@@ -463,30 +395,6 @@ class MainWindow(QMainWindow):
             if collapsed is not None and not scopes <= collapsed:
                 self.session.set_collapsed(side, collapsed | scopes)
 
-    def _show_body_table(self, side: str, key: str) -> None:
-        graph = self.panes[side].shown_graph
-        if graph is not None and key in graph and graph.fused_info(key) is not None:
-            FusedBodyDialog(graph, key, self).exec()
-
-    def focus_search(self) -> None:
-        self.search.setFocus()
-        self.search.selectAll()
-
     def closeEvent(self, event) -> None:
         self.workers.shutdown()
         super().closeEvent(event)
-
-    # ---- exports ------------------------------------------------------------------------------------
-    def export_lesson(self, path: str, match_ids: list[str] | None = None) -> None:
-        """In a worker: each match's neighbourhood is laid out with dot, seconds on a big model. Every match,
-        or those of `match_ids` (the ones selected in the match list)."""
-        self.workers.start(
-            "lesson", "lesson export", lambda _progress, _cancelled: self.session.export_lesson(path, match_ids),
-            on_finished=lambda written: self.statusBar().showMessage(f"Lesson written to {written}", 10000),
-            on_error=lambda text: show_error(self, "Export a lesson failed", text, self.statusBar()))
-
-    def export_graph_dialog(self, kind: str) -> None:
-        side = "after" if self.after.hasFocus() and self.panes["after"].shown else "before"
-        if self.panes[side].shown is not None:
-            save_dialog(self, f"Export the {side} graph", f"{side}.{kind}", f"{kind.upper()} (*.{kind})",
-                        self.panes[side].view.export_image, self.statusBar())

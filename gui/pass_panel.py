@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.io import write_bytes_atomic
+from core.formats.io import write_bytes_atomic
 from gui.dialogs import guarded
 from passes.autofuse.flags import BROADCAST, CONCAT, DEFAULT_CATEGORIES, OPT_IN_CATEGORIES, POINTWISE, REDUCE
 from passes.base import PassResult

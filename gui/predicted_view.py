@@ -1,18 +1,17 @@
 """The run dock's "Predicted vs actual" tab: FuseLens's predictions set against what the NPU toolchain did.
 
-The rows come from session/npu_check.py (`check_rows`): this view shows them, filters them by status and
-hands a clicked row to the dock, which turns it into the window's shared selection.
+The rows come from gui/predicted_rows.py (`check_rows` of session/npu_check's report): this view shows
+them, filters them by status and hands a clicked row to the dock, which turns it into the window's shared selection.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from PySide6.QtCore import QModelIndex, QRegularExpression, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
 
-from session.npu_check import AGREED, DIFFERENT, EXTRA, MISSING, NO_EVIDENCE, STATUSES, CheckRow, check_rows
+from gui.predicted_rows import AGREED, DIFFERENT, EXTRA, MISSING, NO_EVIDENCE, STATUSES, CheckRow, check_rows
+from session.npu_check import CheckReport
 
 COLUMNS = ("Status", "Pass", "FuseLens node", "Original nodes", "Toolchain", "NPU µs/step", "Evidence")
 STATUS_COLOURS = {AGREED: "#d7f0d2", MISSING: "#f6d0cc", DIFFERENT: "#fbe3bf", EXTRA: "#d6e4f5",
@@ -27,7 +26,7 @@ class PredictedView(QWidget):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        self.report: dict[str, Any] | None = None
+        self.report: CheckReport | None = None
         self.check: list[CheckRow] = []
         self.summary = QLabel(self)
         self.summary.setWordWrap(True)
@@ -63,7 +62,7 @@ class PredictedView(QWidget):
         self.table.clicked.connect(self._clicked)
         self.set_report(None)
 
-    def set_report(self, report: dict[str, Any] | None, note: str = "") -> None:
+    def set_report(self, report: CheckReport | None, note: str = "") -> None:
         """Show a predicted-vs-actual report (session/npu_check.py), or none; `note` is said above the table."""
         self.report = report
         self.check = check_rows(report) if report is not None else []
@@ -85,12 +84,12 @@ class PredictedView(QWidget):
         if report is None:
             self.summary.setText("no NPU run shown")
             return
-        s = report["summary"]
-        evidence = ", ".join(s["evidence"]) or "none"
-        text = (f"{report['model']}: {s['predicted']} predicted fusions set against the NPU's records ({evidence}); "
+        s = report.summary
+        evidence = ", ".join(s.evidence) or "none"
+        text = (f"{report.model}: {s.predicted} predicted fusions set against the NPU's records ({evidence}); "
                 f"{len(self.check)} rows: " + ", ".join(f"{counts[status]} {status}" for status in STATUSES
                                                         if counts[status]))
-        lines = [text] + [f"note: {n}" for n in [note, *report["notes"]] if n]
+        lines = [text] + [f"note: {n}" for n in [note, *report.notes] if n]
         self.summary.setText("\n".join(lines))
 
     def _items(self, index: int, row: CheckRow) -> list[QStandardItem]:

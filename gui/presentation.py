@@ -25,6 +25,7 @@ from passes.base import Match, NearMiss
 from passes.explain_render import explanation_html
 
 if TYPE_CHECKING:
+    from gui.host import PanelHost
     from gui.main_window import MainWindow
 
 ANIMATION_MS = 600
@@ -315,9 +316,11 @@ def _union(view: GraphView, keys) -> QRectF:
     return rect
 
 
-def install_presentation(window: MainWindow) -> Presentation:
-    """The Presentation action in the View menu (F11) and its keys; returns the controller."""
+def install_presentation(host: PanelHost, window: MainWindow) -> Presentation:
+    """The Presentation action in the View menu (F11) and its keys; returns the controller. Presenting is a
+    mode of the whole window (full screen, its panes zoomed, its match list stepped), so it drives the window."""
     presentation = Presentation(window)
-    window.view_menu.addSeparator()
-    window.view_menu.addAction(presentation.toggle_action)
+    view_menu = host.menu("&View")
+    view_menu.addSeparator()
+    view_menu.addAction(presentation.toggle_action)
     return presentation

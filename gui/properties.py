@@ -12,11 +12,10 @@ from collections.abc import Iterable
 import numpy as np
 from PySide6.QtWidgets import QDialog, QTextBrowser, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
-from core import proto
-from core.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR
-from core.graph import Graph
+from core.graph import Graph, proto
+from core.graph.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR
+from core.graph.provenance import Provenance
 from core.layout import format_shape, tensor_shape
-from core.provenance import Provenance
 from gui.selection import Selection
 from passes.base import Match, NearMiss
 from passes.explain_render import explanation_html
@@ -169,3 +168,9 @@ class FusedBodyDialog(QDialog):
         self.tree = tree
         layout = QVBoxLayout(self)
         layout.addWidget(tree)
+
+
+def show_body_table(graph: Graph | None, key: str, parent: QWidget) -> None:
+    """A fused node's body as a table (its node's context menu), when `key` is a fused node of `graph`."""
+    if graph is not None and key in graph and graph.fused_info(key) is not None:
+        FusedBodyDialog(graph, key, parent).exec()

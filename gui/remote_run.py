@@ -37,10 +37,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.ascend.profile_import import import_run_file
+from core.ascend.remote import ADAPTERS, Check, Host, progress_of, transport_for
 from core.errors import Cancelled, FuseLensError
 from core.runtime import RunResult
-from core.runtime.profile_import import import_run_file
-from core.runtime.remote import ADAPTERS, Check, Host, progress_of, transport_for
 from gui.dialogs import show_error
 from gui.run_history import RunHistoryDialog
 from session.npu_check import check_npu_result
@@ -237,7 +237,7 @@ class RemoteRuns:
 
     def reopen(self, record: RunRecord) -> None:
         """A run's results folder on the open model's graphs, with its predicted vs actual."""
-        self.panel.import_profile(str(record.results), note=self._notes(record))
+        self.panel.files.import_profile(str(record.results), note=self._notes(record))
         self.panel.progress_label.setText(f"run {record.id} ({record.model} on {record.host})")
 
     def reattach(self, record: RunRecord) -> None:

@@ -1,9 +1,10 @@
-"""The "Run & profile" dock: compile and run both graphs, show the results, import NPU profiles, export.
+"""The "Run & profile" dock: its fields, compile and run both graphs, show the results.
 
-A run goes through core.runtime (a child process that TensorFlow may crash without harming the
-window); the panel starts it from a worker of the window's pool, so the status bar's Cancel
-stops it too. Results (a run, or an imported op_summary / PROF_* folder / run file) fill the
-summary cards, the bar charts, the timeline, the kernel table and the heat overlay.
+A run is session/run_workflow.py's (the one `fuselens run` makes): a child process that TensorFlow
+may crash without harming the window, started from a worker of the window's pool so the status
+bar's Cancel stops it too. Results (a run, or an imported op_summary / PROF_* folder / run file:
+gui/run_files.py) fill the summary cards, the bar charts, the timeline, the kernel table and the
+heat overlay.
 """
 
 from __future__ import annotations
@@ -11,17 +12,14 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction, QStandardItemModel
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QFileDialog,
     QHBoxLayout,
-    QInputDialog,
     QLabel,
     QLineEdit,
     QProgressBar,
@@ -29,38 +27,37 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QStatusBar,
     QTabWidget,
-    QToolBar,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
-from core.errors import Cancelled, FuseLensError
-from core.runtime import Progress, RunHandle, RunRequest, RunResult, start_run
+from core.devices.backends import BackendStatus
+from core.errors import FuseLensError
+from core.graph import Graph
+from core.runtime import Progress, RunHandle, RunRequest, RunResult
 from core.runtime.backend_probe import probe_backends
-from core.runtime.backends import BackendStatus
-from core.runtime.npu_bundle import BundleReport
-from core.runtime.npu_script import MODES
-from core.runtime.profile_import import import_run_file
 from core.runtime.run_view import open_inputs, parse_input_shapes
-from core.runtime.trace import write_chrome_trace, write_kernel_csv
-from core.samples import SAMPLES
 from gui.actions import make_action
 from gui.charts import KernelCharts, SummaryCards, Timeline
-from gui.dialogs import save_dialog, show_error
+from gui.dialogs import show_error
 from gui.graph_view import GraphView
 from gui.heat import HeatLegend, HeatOverlay
 from gui.kernel_table import KernelTable
+from gui.predicted_rows import CheckRow
 from gui.predicted_view import PredictedView
 from gui.selection import Selection, SelectionModel
 from gui.workers import Task, Worker, WorkerPool
 from session import FusionJob, Session
-from session.layerwise import LayerwiseReport, build_report, plan_layers
-from session.npu_check import CheckRow, check_npu_result
+from session.layerwise import LayerwiseReport
+from session.npu_check import CheckReport
+from session.run_workflow import RunOutcome, RunSettings, run_both, run_request
 
 if TYPE_CHECKING:
-    from gui.main_window import MainWindow
+    from gui.host import PanelHost
     from gui.remote_run import RemoteRuns
+    from gui.run_files import RunFiles
+    from passes.config import PassConfig
     from passes.registry import PipelineResult
 
 HelperFuse = Callable[[FusionJob, Callable[[str], None], Callable[[], bool]], "PipelineResult"]
@@ -70,7 +67,6 @@ DEFAULT_STEPS = 20
 DEFAULT_WARMUP = 3
 DEFAULT_TOP_N = 12
 DOCK_TITLE = "Run and profile"
-PROFILE_FILTER = "Profiles (op_summary_*.csv op_statistic_*.csv *.csv *.json);;All files (*)"
 
 
 class _BackendProbe:
@@ -110,7 +106,6 @@ class RunPanel(QWidget):
     backends_known = Signal(object)  # list[BackendStatus], emitted from the probe's thread
     result_shown = Signal(object)  # RunResult | None
     run_failed = Signal(str)
-    bundle_written = Signal(object)  # BundleReport
 
     def __init__(self, session: Session, selection: SelectionModel, workers: WorkerPool, status: QStatusBar,
                  views: Mapping[str, GraphView], parent: QWidget | None = None, *, fuse: HelperFuse | None = None):
@@ -123,6 +118,7 @@ class RunPanel(QWidget):
         self._running = False
         self._worker: Worker | None = None
         self.remote: RemoteRuns | None = None  # the "Ascend NPU (host)" backend (gui/remote_run.py)
+        self.files: RunFiles | None = None  # imports and exports (gui/run_files.py)
         self._build_controls()
         self._build_results()
         self.heat = HeatOverlay(session, views, self.heat_legend, self)
@@ -226,7 +222,7 @@ class RunPanel(QWidget):
     def _connect(self) -> None:
         self.run_button.clicked.connect(self.start_run)
         self.cancel_button.clicked.connect(self.cancel_run)
-        self.import_button.clicked.connect(self.import_file_dialog)
+        self.import_button.clicked.connect(lambda: self.files.import_file_dialog() if self.files else None)
         self.run_progress.connect(self._on_progress)
         self.backends_known.connect(self.set_backends)
         self.top_n.valueChanged.connect(lambda _n: self.charts.set_result(self.result, self.top_n.value()))
@@ -261,16 +257,16 @@ class RunPanel(QWidget):
     def running(self) -> bool:
         return self._running
 
+    def settings(self) -> RunSettings:
+        """The run the fields describe (bad input shapes raise FuseLensError)."""
+        return RunSettings(backend=self.backend.currentData(), steps=self.steps.value(), warmup=self.warmup.value(),
+                           input_shapes=parse_input_shapes(self.shapes.text()), timeout=self.timeout_s)
+
     def build_request(self) -> RunRequest:
         model, pipeline = self.session.model, self.session.pipeline
         if model is None or pipeline is None:
             raise FuseLensError("open a model first (and let the passes run): there is nothing to run yet")
-        backend = self.backend.currentData()
-        return RunRequest(
-            original=model.graph, fused=pipeline.fused, model=model.name,
-            config=pipeline.config, backend=backend, steps=self.steps.value(),
-            warmup=self.warmup.value(), input_shapes=parse_input_shapes(self.shapes.text()), timeout=self.timeout_s,
-            original_to_final=pipeline.provenance.original_to_final() if pipeline.provenance else None)
+        return run_request(model.graph, pipeline, model.name, self.settings())
 
     def start_run(self) -> None:
         """Compile and run both graphs; a problem shows as an error message, the window stays."""
@@ -291,29 +287,15 @@ class RunPanel(QWidget):
             self.fail("a layerwise compare needs the TensorFlow helper, which this panel was not given")
             return
 
-        def task(progress: Callable[[str], None], cancelled: Callable[[], bool]
-                 ) -> tuple[RunResult, LayerwiseReport | None]:
-            plan = None
-            if layered:
-                progress("layerwise: fusing up to each pass")
-                plan = plan_layers(pipeline, lambda graph, config: self.fuse(FusionJob(0, graph, config), progress,
-                                                                            cancelled), cancelled=cancelled)
-                if cancelled():
-                    raise Cancelled()
-                request.layers = plan.probes()
-            self.handle = handle = start_run(request, self.run_progress.emit)
-            while True:
-                if cancelled():
-                    handle.cancel()
-                try:
-                    result = handle.result(timeout=0.1)
-                    return result, build_report(plan, handle.layers) if plan is not None else None
-                except TimeoutError:
-                    continue
-                except FuseLensError:
-                    if cancelled():
-                        raise Cancelled() from None
-                    raise
+        def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> RunOutcome:
+            def fuse(graph: Graph, config: PassConfig) -> PipelineResult:
+                return self.fuse(FusionJob(0, graph, config), progress, cancelled)
+
+            def started(handle: RunHandle) -> None:
+                self.handle = handle
+
+            return run_both(request, pipeline, layerwise=fuse if layered else None, on_progress=self.run_progress.emit,
+                            on_stage=progress, on_started=started, cancelled=cancelled)
 
         self.progress_label.setText(f"starting ({request.backend})…")
         self.launch("the run", task, self._on_finished)
@@ -349,8 +331,8 @@ class RunPanel(QWidget):
         self.progress_label.setText(str(progress))
         self.status.showMessage(f"Run: {progress}")
 
-    def _on_finished(self, outcome: tuple[RunResult, LayerwiseReport | None]) -> None:
-        result, report = outcome
+    def _on_finished(self, outcome: RunOutcome) -> None:
+        result, report = outcome.result, outcome.layerwise
         self.set_running(False)
         self.progress_label.setText(f"done in {result.seconds:.1f} s")
         self.status.showMessage(f"Run finished in {result.seconds:.1f} s", 10000)
@@ -386,11 +368,9 @@ class RunPanel(QWidget):
         self.table.set_result(result)
         self.heat.set_result(result)
         self._on_selection(self.selection.current)
-        for action in getattr(self, "result_actions", ()):
-            action.setEnabled(result is not None)
         self.result_shown.emit(result)
 
-    def show_check(self, report: dict[str, Any] | None, note: str = "") -> None:
+    def show_check(self, report: CheckReport | None, note: str = "") -> None:
         """The predicted-vs-actual tab of an NPU run (session/npu_check.py's report), or no such tab."""
         self.check_view.set_report(report, note)
         self.tabs.setTabVisible(self.tabs.indexOf(self.check_view), report is not None)
@@ -431,127 +411,15 @@ class RunPanel(QWidget):
         self.shapes.setEnabled(bool(offered))
         self.shapes.setPlaceholderText("all input shapes are known" if model is not None else "")
 
-    # ---- import and export ------------------------------------------------------------------------
-    def import_profile(self, path: str, note: str = "") -> None:
-        """An op_summary / op_statistic CSV, a PROF_* folder or a run file, mapped to the open graphs; an NPU
-        profile is also set against the open prediction (with whatever else came back in its folder)."""
-        original, fused = self.session.graph("before"), self.session.graph("after")
-        pipeline, model = self.session.pipeline, self.session.model
-
-        def work(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> tuple[RunResult, Any]:
-            result = import_run_file(path, original, fused)
-            return result, check_npu_result(pipeline, path, result, model=model.name if model else "")
-
-        self.workers.start("import", f"importing {path}", work,
-                           on_finished=lambda outcome: self._on_imported(*outcome, note=note),
-                           on_error=self._import_failed)
-
-    def _on_imported(self, result: RunResult, report: dict[str, Any] | None, note: str = "") -> None:
-        self.show_result(result)
-        self.show_check(report, note)
-        mapped = sum(k.node is not None for run in result.graphs.values() for k in run.kernels)
-        total = sum(len(run.kernels) for run in result.graphs.values())
-        self.status.showMessage(f"Imported {result.model}: {total} kernels, {mapped} mapped to "
-                                            f"graph nodes ({', '.join(result.graphs)})", 10000)
-
-    def _import_failed(self, text: str) -> None:
-        show_error(self, "Import failed", text, self.status)
-
-    def export_chrome_trace(self, path: str) -> Path:
-        return write_chrome_trace(self._need_result(), path)
-
-    def export_kernel_csv(self, path: str) -> Path:
-        return write_kernel_csv(self._need_result(), path)
-
-    def save_run(self, path: str) -> Path:
-        return self._need_result().save(path)
-
-    def export_charts_png(self, path: str) -> Path:
-        """The cards and the chart on show, as one image."""
-        if not self.results.grab().save(path):
-            raise FuseLensError(f"{path}: cannot write the image")
-        return Path(path)
-
-    def export_npu_script(self, path: str, mode: str = "tf1") -> None:
-        """The NPU bundle (the folder `fuselens export-npu-script` writes), written by the window's TensorFlow
-        helper in a worker: its graphs are stripped for the host's TensorFlow, TensorFlow stays out of this
-        process and the window stays responsive; `bundle_written` says when it is there."""
-        model, pipeline = self.session.model, self.session.pipeline
-        if model is None or pipeline is None:
-            raise FuseLensError("open a model first: the NPU bundle runs its original and fused graphs")
-        helper = self.window().tensorflow
-        options = dict(model=model.name if model.name in SAMPLES else model.path, mode=mode,
-                       input_shapes=parse_input_shapes(self.shapes.text()), steps=self.steps.value(),
-                       warmup=self.warmup.value(), protect=model.path if Path(model.path).exists() else None)
-
-        def write(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> BundleReport:
-            progress(f"writing the NPU bundle to {path} (the TensorFlow helper strips its graphs for {mode})…")
-            return helper.export_npu_bundle(path, pipeline, **options)
-
-        self.workers.start("npu-bundle", f"writing the NPU bundle {Path(path).name}", write,
-                           on_finished=self._bundle_done, on_progress=lambda text: self.status.showMessage(text),
-                           on_error=lambda text: show_error(self, "Export NPU bundle failed", text, self.status))
-
-    def _bundle_done(self, report: BundleReport) -> None:
-        self.status.showMessage(f"NPU bundle written to {report.folder}: run {report.driver.name} on the Ascend host",
-                                10000)
-        self.bundle_written.emit(report)
-
-    def _need_result(self) -> RunResult:
-        if self.result is None:
-            raise FuseLensError("no run results yet: compile and run, or import a profile")
-        return self.result
-
-    def import_file_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Import a profile or run file", "", PROFILE_FILTER)
-        if path:
-            self.import_profile(path)
-
-    def import_folder_dialog(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Import a PROF_* folder (or one with original/ and fused/)")
-        if path:
-            self.import_profile(path)
-
-    def _save_dialog(self, title: str, name: str, file_filter: str, write: Callable[[str], Any]) -> None:
-        save_dialog(self, title, name, file_filter, write, self.status)
-
-    def npu_script_dialog(self) -> None:
-        mode, ok = QInputDialog.getItem(self, "NPU run script", "Ascend software stack:",
-                                        [f"{m}: {title}" for m, title in MODES.items()], 0, False)
-        if ok:
-            self._save_dialog("Export NPU bundle (a folder)", "npu_bundle", "NPU bundle folder (*)",
-                              lambda path: self.export_npu_script(path, mode.split(":")[0]))
-
-    def build_actions(self) -> list[QAction | None]:
-        """The Run menu (None: a separator); actions that need a result follow whether one is shown."""
-        def action(text: str, handler: Callable[[], Any], shortcut: str | None = None) -> QAction:
-            return make_action(self, text, handler, shortcut)
-
-        self.run_action = action("Compile and run", self.start_run, "Ctrl+R")
-        self.cancel_action = action("Cancel run", self.cancel_run)
-        self.heat_action = action("Heat overlay", lambda: self.heat_box.setChecked(self.heat_action.isChecked()))
+    def build_actions(self) -> list[QAction]:
+        """The panel's own actions: Compile and run, Cancel run, Heat overlay (the Run menu holds them)."""
+        self.run_action = make_action(self, "Compile and run", self.start_run, "Ctrl+R")
+        self.cancel_action = make_action(self, "Cancel run", self.cancel_run)
+        self.heat_action = make_action(self, "Heat overlay", lambda: self.heat_box.setChecked(
+            self.heat_action.isChecked()))
         self.heat_action.setCheckable(True)
         self.heat_box.toggled.connect(self.heat_action.setChecked)
-        self.result_actions = [
-            action("Save run file (JSON)…", lambda: self._save_dialog("Save run", "run.json", "JSON (*.json)",
-                                                                     self.save_run)),
-            action("Export Chrome trace…", lambda: self._save_dialog("Export Chrome trace", "trace.json",
-                                                                    "Chrome trace (*.json)", self.export_chrome_trace)),
-            action("Export kernel table (CSV)…", lambda: self._save_dialog("Export kernel table", "kernels.csv",
-                                                                          "CSV (*.csv)", self.export_kernel_csv)),
-            action("Export charts (PNG)…", lambda: self._save_dialog("Export charts", "charts.png", "PNG (*.png)",
-                                                                    self.export_charts_png)),
-        ]
-        for item in self.result_actions:
-            item.setEnabled(self.result is not None)
-        imports = [action("Import profile file…", self.import_file_dialog),
-                   action("Import PROF_* folder…", self.import_folder_dialog)]
-        if self.remote is not None:
-            imports.append(action("NPU runs (history)…", self.remote.choose_run))
-        npu = action("Export NPU run script…", self.npu_script_dialog)
-        self.export_button.addActions([*self.result_actions, npu])
-        return [self.run_action, self.cancel_action, None, *imports, None, *self.result_actions, npu, None,
-                self.heat_action]
+        return [self.run_action, self.cancel_action, self.heat_action]
 
 
 def _layerwise_message(report: LayerwiseReport) -> str:
@@ -564,34 +432,35 @@ def _layerwise_message(report: LayerwiseReport) -> str:
 RESULTS_HEIGHT = 430  # the dock's height once a run is shown: cards, a readable chart, and the tabs
 
 
-def install_run_panel(window: MainWindow) -> RunPanel:
+def install_run_panel(host: PanelHost) -> RunPanel:
     """Add the run panel as a bottom dock, a Run menu, and Compile and run on the toolbar."""
-    views = {side: pane.view for side, pane in window.panes.items()}
-    panel = RunPanel(window.session, window.selection, window.workers, window.statusBar(), views, window,
-                     fuse=window.tensorflow.fuse)
+    panel = RunPanel(host.session, host.selection, host.workers, host.status, host.views, host.window,
+                     fuse=host.tensorflow.fuse)
     from gui.remote_run import install_remote_runs
+    from gui.run_files import RunFiles
 
     panel.remote = install_remote_runs(panel)
-    dock = window.add_bottom_dock(panel, DOCK_TITLE)
-    window.layout_done.connect(panel.heat.on_layout)
+    panel.files = RunFiles(panel, host.tensorflow)
+    dock = host.add_bottom_dock(panel, DOCK_TITLE)
+    host.layout_done.connect(panel.heat.on_layout)
 
     shown: list[RunResult | None] = [None]
 
     def grow_for_results(result: RunResult | None) -> None:
         """The dock was just its control row: give the first result shown room to read."""
         if result is not None and shown[0] is None:
-            window.resizeDocks([dock], [RESULTS_HEIGHT], Qt.Orientation.Vertical)
+            host.resize_dock(dock, RESULTS_HEIGHT)
         shown[0] = result
 
     panel.result_shown.connect(grow_for_results)
-    menu = window.menuBar().addMenu("&Run")
-    for action in panel.build_actions():
+    run, cancel, heat = panel.build_actions()
+    imports, exports, npu = panel.files.build_actions()
+    menu = host.menu("&Run")
+    for action in [run, cancel, None, *imports, None, *exports, npu, None, heat]:
         if action is None:
             menu.addSeparator()
         else:
             menu.addAction(action)
-    toolbar = window.findChild(QToolBar, "main-toolbar")
-    if toolbar is not None:
-        toolbar.addSeparator()
-        toolbar.addAction(panel.run_action)
+    host.toolbar.addSeparator()
+    host.toolbar.addAction(panel.run_action)
     return panel

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, Signal
 
-from core.provenance import Provenance
+from core.graph.provenance import Provenance
 from passes.base import Match, NearMiss
 
 

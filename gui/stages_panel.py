@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -27,17 +28,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.ge.diff import GraphDiff, diff_graphs
-from core.ge.stages import DumpFolder, Stage, scan_dump_folder
+from core.ascend.ge.diff import GraphDiff, diff_graphs
+from core.ascend.ge.stages import DumpFolder, Stage, scan_dump_folder
+from core.formats.loaders import LoadedModel
 from core.graph import Graph
-from core.loaders import LoadedModel
 from gui.dialogs import show_error
 from gui.selection import SelectionModel
 from gui.workers import WorkerPool
 from session import Session
 
 if TYPE_CHECKING:
-    from gui.main_window import MainWindow
+    from gui.host import PanelHost
 
 MODEL_GRAPH = "__model__"  # the before choice that stands for the open model's own TF graph
 NAME_ROLE = Qt.ItemDataRole.UserRole
@@ -214,15 +215,13 @@ class StagesPanel(QWidget):
                 self.selection.select_fused([name], origin="stages")
 
 
-def install_stages_panel(window: MainWindow) -> StagesPanel:
-    """The "Toolchain stages" dock (tabbed with the run dock, shown once a dump folder is opened) and
-    File > Open GE dump folder."""
-    panel = StagesPanel(window.session, window.selection, window.workers, window.statusBar(), window)
-    dock = window.add_bottom_dock(panel, "Toolchain stages")
-    run_dock = window.run_panel.parentWidget()
-    window.tabifyDockWidget(run_dock, dock)
-    run_dock.raise_()
+def install_stages_panel(host: PanelHost, open_action: QAction) -> StagesPanel:
+    """The "Toolchain stages" dock (tabbed with the run dock, shown once a dump folder is opened); `open_action`
+    (File > Open GE dump folder) opens one."""
+    panel = StagesPanel(host.session, host.selection, host.workers, host.status, host.window)
+    dock = host.add_bottom_dock(panel, "Toolchain stages")
     dock.hide()  # until a dump folder is opened: its empty panel would make the bottom dock a third of the window
     for opened in (panel.folder_opened, panel.compared):
         opened.connect(lambda _what: (dock.show(), dock.raise_()))
+    open_action.triggered.connect(lambda: panel.open_dialog())
     return panel

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from core.graph import FORWARDING_OPS, Graph, GraphEditor, TensorRef
-from core.provenance import Rewrite
+from core.graph.provenance import Rewrite
 
 # Near misses a printed summary lists per pass (passes.report); the others are counted.
 SHOWN_NEAR_MISSES = 5

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import FuseLensError
-from core.runtime.switch_file import FusionSwitches, SwitchForms, parse_switch_file
+from core.formats.switch_file import FusionSwitches, SwitchForms, parse_switch_file
 from passes.autofuse.flags import AutofuseFlags, parse_autofuse_flags
 from passes.base import FusionPass
 from passes.registry import catalog as builtin_catalog

@@ -22,9 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core import proto
-from core.graph import FORWARDING_OPS, Graph, TensorRef
-from core.provenance import Rewrite
+from core.graph import FORWARDING_OPS, Graph, TensorRef, proto
+from core.graph.provenance import Rewrite
 from passes.base import Match, PassResult, describe_error
 
 if TYPE_CHECKING:

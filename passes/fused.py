@@ -1,4 +1,4 @@
-"""The fused node of DESIGN.md: one node whose op is a library function holding the original subgraph.
+"""The fused node of docs/architecture.md: one node whose op is a library function holding the original subgraph.
 
 Scope fusion and AutoFuse have no native TF op for their result, so the fused node calls a
 FunctionDef whose body is exactly the nodes it replaced: TensorFlow can still run the fused
@@ -11,10 +11,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core import opdefs, proto
-from core.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR, XLA_MUST_COMPILE_ATTR
-from core.graph import Graph, GraphEditor, TensorRef
-from core.nodes import make_node
+from core.graph import Graph, GraphEditor, TensorRef, opdefs, proto
+from core.graph.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR, XLA_MUST_COMPILE_ATTR
+from core.graph.nodes import make_node
 
 
 def function_name(node_name: str) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from core.ge.fusion_result import GRAPH_FUSION, GraphLedger, LedgerRow, PassCount, compare_ledgers
+from core.ascend.ge.fusion_result import GRAPH_FUSION, GraphLedger, LedgerRow, PassCount, compare_ledgers
 from passes.registry import PipelineResult
 
 DEFAULT_GRAPH = "0_0"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from core.errors import Cancelled, FuseLensError
 from core.graph import Graph
-from core.provenance import Provenance
+from core.graph.provenance import Provenance
 from passes.base import FusionPass, PassResult, describe_error
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from core.runtime.switch_file import FusionSwitches, SwitchForms
+from core.formats.switch_file import FusionSwitches, SwitchForms
 from passes.autofuse.flags import DEFAULT_CATEGORIES
 from passes.base import FusionPass
 

@@ -3,7 +3,7 @@ arguments, whether it is stateful, and its attributes' defaults.
 
     .venv/bin/python scripts/build_op_outputs.py
 
-FuseLens builds the FunctionDef of a fused node without TensorFlow (core/opdefs.py): a body node's
+FuseLens builds the FunctionDef of a fused node without TensorFlow (core/graph/opdefs.py): a body node's
 inputs name the producer's output argument (`node:output_arg:index`), the signature needs each
 tensor's dtype, and TensorFlow's importer fills in default attributes, so the function is written
 as TensorFlow would write it. Regenerate when the pinned TensorFlow changes; an op missing from
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.opdefs import TABLE_PATH, op_entry  # noqa: E402
+from core.graph.opdefs import TABLE_PATH, op_entry  # noqa: E402
 from core.tfimport import import_tensorflow  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""Rebuild core/runtime/tf_targets/*.json: the op registry (ops, their attributes and defaults) of the
+"""Rebuild core/ascend/tf_targets/*.json: the op registry (ops, their attributes and defaults) of the
 TensorFlow versions an Ascend host runs, read from those versions' own wheels.
 
     pip download --no-deps --only-binary=:all: --python-version 37 --platform manylinux2010_x86_64 \
@@ -26,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.runtime.npu_target import TARGETS, attr_to_py  # noqa: E402
+from core.ascend.npu_target import TARGETS, attr_to_py  # noqa: E402
 
 GEN_FILE = re.compile(r"^tensorflow(?:_core)?/(?:python/(?:[\w/]+/)?|compiler/tf2xla/ops/)gen_\w+\.py$")
 

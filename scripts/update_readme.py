@@ -1,4 +1,4 @@
-"""Rewrite the README's generated pass table from the catalog (`make readme`)."""
+"""Rewrite the generated pass table in docs/reference/passes.md from the catalog (`make readme`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ sys.path.insert(0, str(ROOT))
 
 from passes.registry import with_pass_table  # noqa: E402
 
-README = ROOT / "README.md"
+PASS_TABLE_PAGE = ROOT / "docs" / "reference" / "passes.md"
 
 if __name__ == "__main__":
-    README.write_text(with_pass_table(README.read_text(encoding="utf-8")), encoding="utf-8")
-    print(f"{README}: pass table updated")
+    PASS_TABLE_PAGE.write_text(with_pass_table(PASS_TABLE_PAGE.read_text(encoding="utf-8")), encoding="utf-8")
+    print(f"{PASS_TABLE_PAGE}: pass table updated")

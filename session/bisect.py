@@ -30,15 +30,16 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import Cancelled, FuseLensError
+from core.formats.io import write_bytes_atomic
 from core.graph import Graph
-from core.io import write_bytes_atomic
-from core.runtime.compare import TOLERANCES
-from core.runtime.result import RunResult
+from core.measure.compare import TOLERANCES
+from core.measure.result import RunResult
 from core.runtime.runner import RunnerProcess, RunRequest, start_run
 from passes.base import Match
 from passes.config import AUTOFUSE_PASS_ID, PassConfig
 from passes.registry import PipelineResult
 from session.layerwise import Fuse
+from session.run_workflow import wait_cancellable
 
 MODES = ("numeric", "time")
 REFUSE_ROUNDS = 3  # skipping matches can reveal new ones; they are skipped too, this many times at most
@@ -331,18 +332,7 @@ class Bisector:
             input_shapes=options.input_shapes, inputs=options.inputs, seed=options.seed, timeout=options.timeout,
             trace=False, grappler=options.grappler, interleave=timed, tolerances=options.tolerances(),
             original_to_final=pipeline.provenance.original_to_final() if pipeline and pipeline.provenance else None)
-        handle = start_run(request, process=self.process)
-        while True:
-            if self.cancelled():
-                handle.cancel()
-            try:
-                return handle.result(timeout=0.1)
-            except TimeoutError:
-                continue
-            except FuseLensError:
-                if self.cancelled():
-                    raise Cancelled() from None
-                raise
+        return wait_cancellable(start_run(request, process=self.process), self.cancelled)
 
     def _say(self, text: str) -> None:
         self.progress(f"bisect: {text}")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.graph import Graph
-from core.runtime.result import RunResult
+from core.measure.result import RunResult
 from core.runtime.runner import RunRequest, run
 from passes.config import PassConfig
 from passes.registry import PipelineResult

@@ -23,9 +23,9 @@ from typing import Any
 
 from core.errors import FuseLensError
 from core.graph import Graph
-from core.provenance import Provenance
-from core.runtime.compare import pair_outputs
-from core.runtime.result import OutputComparison
+from core.graph.provenance import Provenance
+from core.measure.compare import pair_outputs
+from core.measure.result import OutputComparison
 from core.runtime.runner import LayerProbe
 from passes.base import Match
 from passes.config import PassConfig

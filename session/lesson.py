@@ -15,13 +15,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.formats.io import write_bytes_atomic
 from core.graph import Graph
-from core.io import write_bytes_atomic
+from core.graph.provenance import Provenance
 from core.layout import Layout, dot_source, layered_positions, visible_graph
 from core.layout.dot import run_dot
 from core.layout.plain import apply_plain
-from core.layout.svg import layout_svg
-from core.provenance import Provenance
+from core.layout.svg import layout_svg, standalone_svg
 from passes.base import Match
 from passes.explain_render import explanation_html, explanation_markdown, human_bytes
 from passes.registry import PipelineResult
@@ -153,9 +153,8 @@ def lesson_html(pipeline: PipelineResult, items: list[LessonItem], *, model: str
 
 
 def _svg_image(svg: str, alt: str) -> str:
-    """An SVG as a data-URI image (a standalone SVG needs its namespace to render as an image)."""
-    standalone = svg.replace("<svg ", "<svg xmlns='http://www.w3.org/2000/svg' ", 1)
-    return f"![{alt}](data:image/svg+xml;base64,{base64.b64encode(standalone.encode()).decode()})"
+    """An SVG as a data-URI image."""
+    return f"![{alt}](data:image/svg+xml;base64,{base64.b64encode(standalone_svg(svg).encode()).decode()})"
 
 
 def lesson_markdown(pipeline: PipelineResult, items: list[LessonItem], *, model: str) -> str:

@@ -3,7 +3,7 @@
 The baseline is the original graph under switches that close every toolchain fusion FuseLens
 models; the fused side is the original graph with FuseLens's AMCT passes alone (AMCT's work is
 offline; scope fusion and AutoFuse are left to the toolchain, switched by their own names). The
-forms and the limits come from passes/toolchain.py, the files from core/runtime/npu_bundle.py.
+forms and the limits come from passes/toolchain.py, the files from core/ascend/npu_bundle.py.
 Writing needs TensorFlow (graphs are stripped for the host's version), so the window never calls
 this in its own process.
 """
@@ -14,7 +14,7 @@ import os
 import shlex
 from collections.abc import Mapping, Sequence
 
-from core.runtime.npu_bundle import BundleReport, BundleSide, write_npu_bundle
+from core.ascend.npu_bundle import BundleReport, BundleSide, write_npu_bundle
 from passes.autofuse.flags import AutofuseFlags
 from passes.config import PassConfig
 from passes.registry import PipelineResult, run_pipeline

@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from core.ascend.remote import Host, Launched, RemoteError, transport_for
 from core.errors import FuseLensError
-from core.io import write_json_atomic
-from core.runtime.remote import Host, Launched, RemoteError, transport_for
+from core.formats.io import write_json_atomic
 
 
 def config_dir() -> Path:
@@ -106,10 +106,6 @@ class RunRecord:
     @property
     def launched(self) -> Launched:
         return Launched(self.host, self.id, self.remote_folder)
-
-    def import_words(self) -> list[str]:
-        """`import-profile RESULTS --model MODEL ...`: the command the bundle prints, for this run's results."""
-        return ["import-profile", str(self.results), "--model", self.model, *self.configuration]
 
 
 class RunHistory:

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.errors import FuseLensError
+from core.formats.io import write_bytes_atomic, write_json_atomic
+from core.formats.loaders import LoadedModel
 from core.graph import Graph
-from core.io import write_bytes_atomic, write_json_atomic
-from core.loaders import LoadedModel
-from core.provenance import Provenance
-from core.runtime.result import RunResult
+from core.graph.provenance import Provenance
+from core.measure.result import RunResult
 from passes.config import PassConfig
 from passes.registry import PipelineResult, run_pipeline
 from passes.report import build_report

@@ -37,12 +37,13 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from core.ascend.npu_bundle import BundleReport
 from core.errors import Cancelled, FuseLensError
+from core.formats.loaders import LoadedModel, detect_format, load_model
+from core.formats.samples import SAMPLES, is_built
+from core.formats.tfshapes import ensure_shapes
 from core.graph import Graph
-from core.loaders import LoadedModel, detect_format, load_model
 from core.runtime.childproc import ChildProcess
-from core.runtime.npu_bundle import BundleReport
-from core.samples import SAMPLES, is_built
 from passes.registry import PipelineResult, catalog, mirror_catalog
 from session.session import FusionJob
 
@@ -269,7 +270,7 @@ def _work(kind: str, payload: Any, progress: Progress) -> Any:
         shapes = []
         for graph in payload:
             try:
-                shapes.append(graph.ensure_shapes())
+                shapes.append(ensure_shapes(graph))
             except FuseLensError:
                 shapes.append(None)
         return shapes

@@ -31,9 +31,9 @@ from google.protobuf import text_format
 from onnx import onnx_ml_pb2
 from tensorboard.compat.proto import types_pb2
 
-from core import proto
-from core.ge.dump import GE_ONNX, GE_PROTO, ge_messages
-from core.graph import Graph
+from core.ascend.ge.dump import GE_ONNX, GE_PROTO, ge_messages
+from core.formats.tfshapes import ensure_shapes
+from core.graph import Graph, proto
 from passes.registry import PipelineResult
 from tests.core.test_run_view import write_op_summary
 
@@ -82,7 +82,7 @@ def _dtype(graph: Graph, name: str, seen: frozenset[str] = frozenset()) -> str:
 
 def _dims(graph: Graph, name: str, port: int) -> tuple[int, ...]:
     """GE dims of an output: -1 unknown dimension, [-2] unknown rank (TF infers a fused graph's shapes)."""
-    shape = graph.ensure_shapes().get((name, port))
+    shape = ensure_shapes(graph).get((name, port))
     return tuple(-1 if d is None else d for d in shape) if shape is not None else (-2,)
 
 

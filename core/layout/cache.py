@@ -17,9 +17,9 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from core.errors import FuseLensError
-from core.fused import FUSED_OP_TYPE_ATTR
+from core.formats.io import write_bytes_atomic
 from core.graph import Graph
-from core.io import write_bytes_atomic
+from core.graph.fused import FUSED_OP_TYPE_ATTR
 from core.layout.model import Layout
 
 LAYOUT_VERSION = 3  # bump when the output changes, so stale disk-cache files are not reused
@@ -93,6 +93,6 @@ class LayoutCache:
 
 def default_cache() -> LayoutCache:
     """The window's cache: `layouts/` in the user cache folder (~/.cache/fuselens unless overridden)."""
-    from core.samples import cache_dir
+    from core.formats.samples import cache_dir
 
     return LayoutCache(cache_dir() / "layouts")

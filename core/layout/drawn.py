@@ -11,11 +11,10 @@ import weakref
 from collections import defaultdict
 from collections.abc import Iterable
 
-from core import proto
-from core.graph import Graph, TensorRef
+from core.graph import Graph, TensorRef, proto
+from core.graph.opclass import op_category
 from core.layout.model import SCOPE_PREFIX, Layout, LayoutEdge, LayoutNode
 from core.layout.overview import drawn_name
-from core.opclass import op_category
 
 # px per character of the view's three label fonts (bold 8.5 pt op type, 7.5 pt name, 6.5 pt weights),
 # measured with DejaVu Sans plus a margin, so that op types such as FusedBatchNormV3 are not clipped
@@ -52,7 +51,7 @@ def tensor_shape(graph: Graph, name: str, port: int) -> tuple[int | None, ...] |
     """The output's shape if the graph knows it without work (recorded on every node, or inferred already).
 
     Never triggers TensorFlow's shape inference itself (that imports TensorFlow): the window's
-    fusion worker, which has TensorFlow loaded anyway, fills it in with `Graph.ensure_shapes()`.
+    fusion worker, which has TensorFlow loaded anyway, fills it in with `core.formats.tfshapes.ensure_shapes()`.
     """
     if graph.records_shapes or graph.shapes_ready:
         return graph.output_shape(name, port)

@@ -18,8 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 
-from core import proto
-from core.graph import Graph
+from core.graph import Graph, proto
 from core.layout.cache import LayoutCache, structure_key
 from core.layout.drawn import (
     OP_CHAR_WIDTH,

@@ -9,11 +9,12 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping
 
+from core.graph.opclass import BORDER, DIFF_COLOURS, PALETTE
 from core.layout.model import Layout, LayoutEdge
-from core.opclass import BORDER, PALETTE
 
-STATUS_OUTLINE = {"removed": "#c5221f", "new": "#188038", "modified": "#e37400"}
+STATUS_OUTLINE = {status: border for status, (_fill, border) in DIFF_COLOURS.items()}
 MARGIN = 12.0
+NAMESPACE = "http://www.w3.org/2000/svg"
 
 
 def _path(edge: LayoutEdge) -> str:
@@ -29,8 +30,14 @@ def _path(edge: LayoutEdge) -> str:
     return f"{start} {rest}"
 
 
+def standalone_svg(svg: str) -> str:
+    """An inline <svg> element (as `layout_svg` writes it) as a document of its own: a file or a data-URI
+    image needs the namespace an HTML page supplies."""
+    return svg.replace("<svg ", f"<svg xmlns='{NAMESPACE}' ", 1)
+
+
 def layout_svg(layout: Layout, status: Mapping[str, str] | None = None, *, title: str = "") -> str:
-    """`layout` as one <svg> element; `status` maps a box key to removed / new / modified (its outline)."""
+    """`layout` as one inline <svg> element; `status` maps a box key to removed / new / modified (its outline)."""
     status = status or {}
     width, height = layout.width + 2 * MARGIN, layout.height + 2 * MARGIN
     parts = [f"<svg width='{width:.0f}' height='{height:.0f}' "

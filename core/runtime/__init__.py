@@ -4,7 +4,7 @@ Qt-free: the GUI and the CLI both call `start_run(RunRequest(...), on_progress)`
 `RunResult`, which saves to and loads from JSON ("a previous FuseLens run file").
 
 The names below import their modules when first asked for: `fuse` reads a fusion switch file through
-core.runtime.switch_file, and importing the package must not bring the runner in with it (multiprocessing,
+core.formats.switch_file, and importing the package must not bring the runner in with it (multiprocessing,
 subprocess and the result model: 2.9 MB of a fuse process's RSS).
 """
 
@@ -14,12 +14,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from core.runtime.result import GraphRun, KernelStat, OutputComparison, RunResult, TimelineEvent
+    from core.measure.result import GraphRun, KernelStat, OutputComparison, RunResult, TimelineEvent
     from core.runtime.runner import Progress, RunHandle, RunRequest, run, start_run
 
 _MODULES = {
     **dict.fromkeys(["GraphRun", "KernelStat", "OutputComparison", "RunResult", "TimelineEvent"],
-                    "core.runtime.result"),
+                    "core.measure.result"),
     **dict.fromkeys(["Progress", "RunHandle", "RunRequest", "run", "start_run"], "core.runtime.runner"),
 }
 

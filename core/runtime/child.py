@@ -19,11 +19,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from core import proto
 from core.errors import FuseLensError
-from core.graph import Graph
-from core.runtime import lowering
-from core.runtime.profile import KernelEvent, build_graph_run, label_op
+from core.graph import Graph, TensorRef, proto
+from core.measure.profile import KernelEvent, build_graph_run, label_op
+from core.runtime import layer_norm, lowering
 
 # Test hook: "SIGNAL@PHASE" (e.g. "SIGSEGV@run") makes the child kill itself with SIGNAL on
 # entering PHASE, to prove a crashing TensorFlow cannot take the caller down.
@@ -96,7 +95,7 @@ def run_job(job: dict[str, Any], report: Reporter) -> dict[str, Any]:
     ones (a layerwise compare's stage graphs) one step. Probed tensors are compared here, so only
     the figures travel back."""
     report.progress("", "starting")
-    from core.runtime import backends
+    from core.devices import backends
 
     backend = job["backend"]
     backends.require(backend)  # before importing TensorFlow: an absent NPU adapter fails fast
@@ -144,7 +143,8 @@ def run_job(job: dict[str, Any], report: Reporter) -> dict[str, Any]:
         if not spec.get("timed", True):
             continue
         if npu_dir is not None:
-            from core.runtime import msprof, npu_session
+            from core.devices import npu_session
+            from core.measure import msprof
 
             report.progress(side.label, "export")
             npu_session.msprof_export(str(npu_dir / side.label))
@@ -158,7 +158,7 @@ def run_job(job: dict[str, Any], report: Reporter) -> dict[str, Any]:
 
 def _compare_probes(job: dict[str, Any], probed: dict[str, dict[str, Any]]) -> list[Any]:
     """One comparison per (original label, tensor, other label, tensor) pair the job asked for."""
-    from core.runtime.compare import compare_arrays
+    from core.measure.compare import compare_arrays
 
     found = []
     for original_label, original, label, tensor in job.get("probe_pairs", []):
@@ -176,6 +176,7 @@ class _Side:
         self.label, self.fetches = spec["label"], list(spec["fetches"])
         self.graph = Graph.from_bytes(spec["data"], source=self.label, validate=False)
         self.execution = lowering.execution_plan(self.graph, job["backend"])  # a lowered copy runs
+        self.notes: list[str] = []
         self.warmup = job["warmup"]
         self.steps = job["steps"]
         self.trace = job["trace"] and job["backend"] != "npu"
@@ -186,13 +187,28 @@ class _Side:
         tf_graph = tf.Graph()
         try:
             with tf_graph.as_default():
-                tf.graph_util.import_graph_def(
-                    proto.to_tf(lowering.lower(self.graph, self.execution).graph_def), name="")
+                tf.graph_util.import_graph_def(proto.to_tf(self._executed(job).graph_def), name="")
         except (ValueError, TypeError, tf.errors.OpError) as e:
             raise JobError(tf_error_message(self.label, e)) from None
         self.feeds = {f"{name}:0": value for name, value in job["feeds"].items() if name in self.graph}
         self.options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE) if self.trace else None
         self.session = tf.compat.v1.Session(graph=tf_graph, config=config)
+
+    def _executed(self, job: dict[str, Any]) -> Graph:
+        """The copy TensorFlow runs (core.runtime.lowering): kernels planned as their original ops
+        inlined, and on a oneDNN CPU with Grappler on, LayerNorms built with the graph's epsilon."""
+        from core.devices import backends
+
+        keep = {TensorRef.parse(t).node for t in [*self.fetches, *self.spec.get("probes", ())]}
+        executed = lowering.lower(self.graph, self.execution, keep)
+        if not (job["backend"] == "cpu" and job["grappler"] and backends.onednn_fuses_layer_norms()):
+            return executed
+        executed, norms = layer_norm.replace_with_onednn(executed, keep, _ranks(self.tf, executed))
+        if norms:
+            epsilons = ", ".join(f"{e:g}" for e in sorted({n.epsilon for n in norms}))
+            self.notes.append(f"{len(norms)} LayerNorm{'s' * (len(norms) > 1)} built as oneDNN's _MklLayerNorm "
+                              f"with the graph's epsilon {epsilons} (TensorFlow's remapper would use 0.001)")
+        return executed
 
     def _run(self, fetches: list[str], **kwargs: Any) -> list[Any]:
         try:
@@ -228,14 +244,31 @@ class _Side:
     def graph_run(self, job: dict[str, Any]) -> Any:
         run = build_graph_run(self.label, self.graph, self.events, self.times, job["steps"])
         run.execution = self.execution
+        run.execution_notes = self.notes
         return run
 
     def close(self) -> None:
         self.session.close()
 
 
+def _ranks(tf: Any, graph: Graph) -> Any:
+    """A tensor's static rank (None when unknown), from TensorFlow's shape inference on `graph`,
+    imported on the first question only."""
+    imported: list[Any] = []
+
+    def rank(tensor: str) -> int | None:
+        if not imported:
+            imported.append(tf.Graph())
+            with imported[0].as_default():
+                tf.graph_util.import_graph_def(proto.to_tf(graph.graph_def), name="")
+        ref = TensorRef.parse(tensor)
+        return imported[0].get_operation_by_name(ref.node).outputs[ref.port].shape.rank
+
+    return rank
+
+
 def _npu_configs(tf: Any, job: dict[str, Any], root: Path) -> Any:
-    from core.runtime import backends, npu_session
+    from core.devices import backends, npu_session
 
     npu_session.import_npu(backends.npu_mode())
     switches = job["switches"]

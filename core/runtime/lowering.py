@@ -1,13 +1,19 @@
 """How each fused node executes on a backend, and the graph the child actually runs.
 
 On CPU, oneDNN fuses a convolution or matmul with the bias add and activation right after it
-(Grappler's remapper makes `_FusedConv2D` / `_MklNativeFusedConv2D`). An AutoFuse kernel that is
-such an epilogue (`BiasAdd + Relu6` after a Conv2D) would, compiled by XLA, take those ops away
-from the host's fusion and add a launch per block, so the fused graph runs slower than the
-original. Such a kernel is therefore executed as its original ops: the call node is replaced by
-its library function's body (the original nodes, under their own names) and an `IdentityN` named
-after the call node, so readers, fetches and control edges of the call node are untouched, and
-kernels named after inner nodes map back to the fused node through `_fused_nodes`.
+(Grappler's remapper makes `_FusedConv2D` / `_MklNativeFusedConv2D`), and a LayerNorm's moments and
+tail into one `_MklLayerNorm`. An AutoFuse kernel that is such an epilogue (`BiasAdd + Relu6` after
+a Conv2D) or such a LayerNorm tail (`Add_Rsqrt_Mul_Mul_Mul_Sub_Add` after the moments) would,
+compiled by XLA, take those ops away from the host's fusion and add launches, so the fused graph
+runs slower than the original (a tf-keras BERT: 0.59x). Such a kernel is therefore executed as its
+original ops: the call node is replaced by its library function's body (the original nodes, under
+their own names) and an `IdentityN` named after the call node, so readers, fetches and control
+edges of the call node are untouched, and kernels named after inner nodes map back to the fused
+node through `_fused_nodes`.
+
+The LayerNorms themselves (in the original graph and in the lowered fused one) are built as
+`_MklLayerNorm` with the graph's epsilon before TensorFlow sees them: the remapper would build them
+with epsilon 0.001 (see core.runtime.layer_norm), which made a BERT's original outputs wrong.
 
 Only the executed copy changes: the fused graph (its names, provenance, reports, the NPU bundle)
 stays as the toolchain would have it. `execution_plan` needs only protobuf; `lower` imports
@@ -17,18 +23,22 @@ TensorFlow (the child has it) to turn the FunctionDef back into nodes.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
-from core import proto
-from core.graph import Graph, TensorRef
-from core.nodes import make_node
+import numpy as np
+
+from core.graph import FORWARDING_OPS, Graph, TensorRef, proto
+from core.graph.nodes import make_node
+from core.runtime import layer_norm
 
 # "off": every XLA fused node stays an XLA kernel on CPU too (benchmarks/bench_runtime.py measures both).
 LOWERING_ENV = "FUSELENS_CPU_LOWERING"
 XLA_KERNEL = "XLA kernel"
 FUNCTION_CALL = "TensorFlow function call"
 ON_NPU = "by the Ascend toolchain"
-EPILOGUE = "as its original ops: {} epilogue on CPU"
+ORIGINAL_OPS = "as its original ops: "
+EPILOGUE = ORIGINAL_OPS + "{} epilogue on CPU"
+LAYER_NORM = ORIGINAL_OPS + "a LayerNorm, as TensorFlow runs one on CPU"
 # Producers oneDNN fuses with an epilogue on CPU, and the op that must start the epilogue.
 HOST_FUSED_PRODUCERS = {"Conv2D": "conv", "DepthwiseConv2dNative": "conv", "MatMul": "matmul"}
 EPILOGUE_HEADS = frozenset({"BiasAdd", "BiasAddV1", "Add", "AddV2"})
@@ -44,20 +54,22 @@ def execution_plan(graph: Graph, backend: str) -> dict[str, str]:
             continue
         if backend == "npu":
             plan[node.name] = ON_NPU
-        elif not info.xla:
-            plan[node.name] = FUNCTION_CALL
         else:
-            lowering = backend == "cpu" and os.environ.get(LOWERING_ENV, "on") != "off"
-            producer = _host_fused_producer(graph, node.name, functions.get(node.op)) if lowering else None
-            plan[node.name] = EPILOGUE.format(producer) if producer else XLA_KERNEL
+            plan[node.name] = XLA_KERNEL if info.xla else FUNCTION_CALL
+            function = functions.get(node.op)
+            if backend != "cpu" or os.environ.get(LOWERING_ENV, "on") == "off" or function is None:
+                continue
+            producer = _host_fused_producer(graph, node.name, function) if info.xla else None
+            if producer:
+                plan[node.name] = EPILOGUE.format(producer)
+            elif _holds_layer_norm(graph, node.name, function):
+                plan[node.name] = LAYER_NORM
     return plan
 
 
-def _host_fused_producer(graph: Graph, name: str, function: proto.FunctionDef | None) -> str | None:
+def _host_fused_producer(graph: Graph, name: str, function: proto.FunctionDef) -> str | None:
     """'conv' / 'matmul' when the kernel's body starts with a bias add or add on the only reader of a
     convolution or matmul output, which oneDNN would fuse with it; else None."""
-    if function is None:
-        return None
     args = function.signature.input_arg
     for i, ref in enumerate(graph.inputs(name)):
         kind = HOST_FUSED_PRODUCERS.get(graph.op(ref.node))
@@ -70,9 +82,67 @@ def _host_fused_producer(graph: Graph, name: str, function: proto.FunctionDef | 
     return None
 
 
-def lower(graph: Graph, plan: Mapping[str, str]) -> Graph:
-    """The graph to execute: fused nodes planned as an EPILOGUE replaced by their original ops."""
-    lowered = [name for name, how in plan.items() if how.startswith(EPILOGUE.split("{")[0]) and name in graph]
+def _holds_layer_norm(graph: Graph, name: str, function: proto.FunctionDef) -> bool:
+    """Whether the fused node's body ends a LayerNorm that oneDNN computes as one kernel: an AutoFuse
+    LayerNorm tail (the moments outside), or a scope-fused LayerNorm whole (on CPU its function call
+    would run the same ops, one by one)."""
+    view = _KernelView(graph, name, function)
+    return any(n.op in layer_norm.ADD_OPS and layer_norm.find(view, n.name) for n in function.node_def)
+
+
+class _KernelView:
+    """A fused node's function body seen in place: its arguments are the call node's inputs, so a
+    pattern can start inside the body and continue into the outer graph (layer_norm.NodeView)."""
+
+    def __init__(self, graph: Graph, call: str, function: proto.FunctionDef):
+        self.outer = layer_norm.GraphView(graph)
+        self.body = {n.name: n for n in function.node_def}
+        self.args = {arg.name: str(self.outer.forwarded(ref))
+                     for arg, ref in zip(function.signature.input_arg, graph.inputs(call))}
+
+    def _ref(self, text: str) -> str:
+        """A body input (`arg`, `node:out:0`) as a tensor of this view."""
+        if text in self.args:
+            return self.args[text]
+        node, _, rest = text.partition(":")
+        index = rest.rpartition(":")[2]
+        return node if index in ("", "0") else f"{node}:{index}"
+
+    def op(self, tensor: str) -> str | None:
+        node = self.body.get(tensor)
+        return node.op if node is not None else self.outer.op(tensor)
+
+    def data_inputs(self, name: str) -> list[str]:
+        node = self.body.get(name)
+        if node is None:
+            return self.outer.data_inputs(name)
+        return [self._forwarded(self._ref(text)) for text in node.input if not text.startswith("^")]
+
+    def _forwarded(self, tensor: str) -> str:
+        """Through the body's forwarding ops (a weight's Identity, the moments' StopGradient)."""
+        while (node := self.body.get(tensor)) is not None and node.op in FORWARDING_OPS and node.input:
+            tensor = self._ref(node.input[0])
+        return tensor
+
+    def const(self, tensor: str) -> np.ndarray | None:
+        node = self.body.get(tensor)
+        if node is None:
+            return self.outer.const(tensor)
+        return proto.tensor_to_ndarray(node.attr["value"].tensor) if node.op == "Const" else None
+
+    def attr(self, name: str, key: str) -> proto.AttrValue | None:
+        node = self.body.get(name)
+        if node is None:
+            return self.outer.attr(name, key)
+        return node.attr.get(key)
+
+
+def lower(graph: Graph, plan: Mapping[str, str], keep: Collection[str] = ()) -> Graph:
+    """The graph to execute: fused nodes planned as their original ops replaced by them (the
+    LayerNorms among those ops are then built by layer_norm.replace_with_onednn). The IdentityN
+    named after a call node passes on its outputs up to the last one read (all when the node is
+    in `keep`, fetched or probed), so outputs nobody reads (a LayerNorm's mean) keep no node alive."""
+    lowered = [name for name, how in plan.items() if how.startswith(ORIGINAL_OPS) and name in graph]
     if not lowered:
         return graph
     from tensorflow.python.framework.function_def_to_graph import function_def_to_graph_def
@@ -95,8 +165,11 @@ def lower(graph: Graph, plan: Mapping[str, str]) -> Graph:
             node.input[:] = [_outer(text, args) for text in inner.input] + controls
             node.device = call.device
             editor.add(node)
-        results = [flat.get(function.ret[arg.name], function.ret[arg.name]) for arg in function.signature.output_arg]
-        types = [arg.type or call.attr[arg.type_attr].type for arg in function.signature.output_arg]
+        outputs = list(function.signature.output_arg)
+        if name not in keep:
+            outputs = outputs[:1 + max((p for p in range(len(outputs)) if graph.consumers(name, p)), default=0)]
+        results = [flat.get(function.ret[arg.name], function.ret[arg.name]) for arg in outputs]
+        types = [arg.type or call.attr[arg.type_attr].type for arg in outputs]
         identity = make_node("IdentityN", name, results)
         identity.attr["T"].list.type.extend(types)
         identity.device = call.device

@@ -13,10 +13,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from core.errors import FuseLensError
-from core.execute import resolve_input_shape
+from core.formats.execute import resolve_input_shape
 from core.graph import Graph
-from core.opclass import Category, op_category
-from core.runtime.result import GraphRun, KernelStat, RunResult, TimelineEvent
+from core.graph.opclass import Category, op_category
+from core.measure.result import GraphRun, KernelStat, RunResult, TimelineEvent
 
 # Which pane of the window a run's graph belongs to: the original graph is drawn "before".
 SIDE_OF_LABEL = {"original": "before", "fused": "after"}

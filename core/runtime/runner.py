@@ -17,15 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from core import proto
+from core.devices.backends import BACKENDS
 from core.errors import FuseLensError
-from core.execute import random_feeds, resolve_input_shape
-from core.graph import Graph
-from core.runtime.backends import BACKENDS
+from core.formats.execute import random_feeds, resolve_input_shape
+from core.formats.switch_file import PassChoice
+from core.graph import Graph, proto
+from core.measure.compare import compare_outputs, pair_outputs
+from core.measure.result import OutputComparison, RunResult
 from core.runtime.childproc import ChildProcess
-from core.runtime.compare import compare_outputs, pair_outputs
-from core.runtime.result import OutputComparison, RunResult
-from core.runtime.switch_file import PassChoice
 
 
 @dataclass(frozen=True)
@@ -85,7 +84,7 @@ def as_graph(value: Graph | bytes | str | os.PathLike[str], what: str) -> Graph:
         return value
     if isinstance(value, bytes):
         return Graph.from_bytes(value, source=what)
-    from core.loaders import load_model
+    from core.formats.loaders import load_model
 
     return load_model(value).graph
 

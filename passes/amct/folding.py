@@ -22,10 +22,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from core import proto
-from core.graph import FORWARDING_OPS, Graph, GraphEditor, TensorRef
-from core.nodes import make_const, make_node
-from core.provenance import Rewrite
+from core.graph import FORWARDING_OPS, Graph, GraphEditor, TensorRef, proto
+from core.graph.nodes import make_const, make_node
+from core.graph.provenance import Rewrite
 from passes.base import Culprit, FusionPass, Match, NearMiss, Reason, reading_edge
 from passes.pattern import Op, match
 

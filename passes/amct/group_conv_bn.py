@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from core.graph import Graph, GraphEditor, TensorRef
-from core.provenance import Rewrite
+from core.graph.provenance import Rewrite
 from passes.amct.folding import (
     BN_TYPES,
     AmctPass,

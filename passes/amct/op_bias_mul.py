@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from core.graph import Graph, GraphEditor
-from core.provenance import Rewrite
+from core.graph.provenance import Rewrite
 from passes.amct.folding import (
     Affine,
     AmctPass,

@@ -16,10 +16,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from core import proto
-from core.graph import Graph, GraphEditor
-from core.nodes import make_const, make_node
-from core.provenance import Rewrite
+from core.graph import Graph, GraphEditor, proto
+from core.graph.nodes import make_const, make_node
+from core.graph.provenance import Rewrite
 from passes.amct.folding import (
     CONV_TYPES,
     AmctPass,
@@ -130,9 +129,11 @@ class SmallOpBatchnormFusionPass(AmctPass):
         x = graph.inputs(b["mul_x"])[0]
         into_x = (x.node, b["mul_x"])
         shape = graph.output_shape(x.node, x.port)
-        if shape is None or len(shape) != 4:
-            rank = "of unknown rank" if shape is None else f"{len(shape)}-D"
-            return Reason(f"the BatchNorm input {x} is {rank}; FusedBatchNormV3 needs a 4-D input", x.node,
+        if shape is None:
+            return Reason(f"shape unknown: the BatchNorm input {x} records no shape and its op's shape cannot be "
+                          "derived without TensorFlow; FusedBatchNormV3 needs a 4-D input", x.node, edge=into_x)
+        if len(shape) != 4:
+            return Reason(f"the BatchNorm input {x} is {len(shape)}-D; FusedBatchNormV3 needs a 4-D input", x.node,
                           edge=into_x)
         chain, _ = find_chain(graph, x.node, CONV_TYPES)
         if chain is None:

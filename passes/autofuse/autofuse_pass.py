@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from core.graph import Graph, GraphEditor, TensorRef
-from core.provenance import Rewrite
+from core.graph.provenance import Rewrite
 from passes.autofuse.flags import AutofuseFlags, as_autofuse_flags
 from passes.autofuse.grouping import group_graph
 from passes.base import FusionPass, Match, NearMiss, PassResult

@@ -1,4 +1,4 @@
-"""AutoFuse's reading of the op table (core/opclass.py): fusion class per node, Ascend spelling per op.
+"""AutoFuse's reading of the op table (core/graph/opclass.py): fusion class per node, Ascend spelling per op.
 
 Fusion rules (grouping.py) are stated over classes, never over op names (TVM's op patterns do
 the same). The classes come from the one table in core: elementwise, broadcast and reduce ops
@@ -10,7 +10,7 @@ every other op is `opaque` and never fuses.
 from __future__ import annotations
 
 from core.graph import Graph
-from core.opclass import OpClass, op_class
+from core.graph.opclass import OpClass, op_class
 from passes.autofuse import flags
 
 ELEMENTWISE = "elementwise"

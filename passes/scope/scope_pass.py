@@ -12,7 +12,7 @@ user's rule files share one engine:
 3. The fused op's inputs and outputs come from named inner nodes (InsertInputs / InsertOutputs);
    every other value read from outside must be one of those inputs, or the scope is refused.
 
-The fused node is the DESIGN.md one: a call of a library function whose body is every node under
+The fused node is the one of docs/architecture.md: a call of a library function whose body is every node under
 the fused scopes, so TensorFlow still runs the graph.
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from core.graph import Graph, GraphEditor, TensorRef
-from core.provenance import Rewrite
+from core.graph.provenance import Rewrite
 from passes.base import Culprit, FusionPass, Match, NearMiss, Reason
 from passes.fused import fuse_subgraph
 from passes.scope.features import NodeOpTypeFeature, ScopeContext, ScopeFeature, ScopePattern

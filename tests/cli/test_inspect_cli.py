@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from cli import main as cli_main
-from core.samples import SAMPLES
+from core.formats.samples import SAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]
 

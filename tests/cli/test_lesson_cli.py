@@ -12,7 +12,7 @@ from html.parser import HTMLParser
 import pytest
 
 from cli import main as cli_main
-from core.loaders import load_model
+from core.formats.loaders import load_model
 from passes.registry import run_pipeline
 
 URL = re.compile(r"(?:https?|ftp)://|//[a-z0-9.-]+\.[a-z]{2,}/", re.IGNORECASE)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cli import main as cli_main
-from core.runtime.remote import LOCAL, Host, RemoteError, transport_for
+from core.ascend.remote import LOCAL, Host, RemoteError, transport_for
 from passes.registry import run_pipeline
 from session.remote_run import HostStore, RunHistory, new_record
 from tests.npu_artifacts import GE_ONLY_PASS

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from cli import main as cli_main
-from core.runtime.result import RunResult
+from core.measure.result import RunResult
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
 
@@ -64,7 +64,7 @@ def write_op_summary(path, rows) -> None:
 
 
 def test_import_profile_maps_to_the_graph_the_window_would(capsys, tmp_path, load_sample):
-    from core.runtime.profile_import import import_run_file
+    from core.ascend.profile_import import import_run_file
     from passes.registry import run_pipeline
 
     path = tmp_path / "op_summary_0_1.csv"
@@ -149,8 +149,8 @@ def test_export_npu_script_refuses_an_output_that_is_a_file(tmp_path, capsys):
 
 def test_mode_and_backend_choices_come_from_the_runtime_tables():
     from cli import build_parser
-    from core.runtime.backends import BACKENDS
-    from core.runtime.npu_script import MODES
+    from core.ascend.npu_script import MODES
+    from core.devices.backends import BACKENDS
 
     commands = build_parser()._subparsers._group_actions[0].choices
 

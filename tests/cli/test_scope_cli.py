@@ -7,7 +7,7 @@ import json
 import pytest
 
 from cli import main as cli_main
-from core.loaders import load_model
+from core.formats.loaders import load_model
 from passes.fused import FUSED_OP_TYPE_ATTR
 from tests.passes.scope_check import assert_same_outputs
 

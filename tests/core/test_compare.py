@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core import proto
 from core.errors import FuseLensError
-from core.graph import Graph
-from core.nodes import make_node
-from core.runtime.compare import compare_arrays, compare_outputs, pair_outputs, tolerance
+from core.graph import Graph, proto
+from core.graph.nodes import make_node
+from core.measure.compare import compare_arrays, compare_outputs, pair_outputs, tolerance
 
 
 def test_error_figures_and_verdict():

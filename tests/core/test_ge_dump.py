@@ -7,13 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core import proto
+from core.ascend.ge.dump import GE_ONNX, GE_PROTO, dump_summary, is_dump, load_dump, sniff_format
+from core.ascend.ge.protoparse import message_classes, parse_proto
+from core.ascend.ge.provenance import toolchain_provenance
 from core.errors import FuseLensError
-from core.ge.dump import GE_ONNX, GE_PROTO, dump_summary, is_dump, load_dump, sniff_format
-from core.ge.protoparse import message_classes, parse_proto
-from core.ge.provenance import toolchain_provenance
-from core.graph import Graph
-from core.nodes import make_const, make_node
+from core.graph import Graph, proto
+from core.graph.nodes import make_const, make_node
 from tests.npu_artifacts import GeOp, dump_name, ge_onnx_text, ge_ops, ge_proto_text, toolchain_fusions
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
@@ -158,7 +157,7 @@ def test_random_bytes_and_duplicates(tmp_path):
 
 
 def test_the_shipped_schema_parses_and_the_reader_refuses_what_it_cannot_read():
-    classes = message_classes("core/ge/ge_ir.proto")
+    classes = message_classes("core/ascend/ge/ge_ir.proto")
     assert {"ModelDef", "GraphDef", "OpDef", "AttrDef", "AttrDef.ListValue", "TensorDescriptor"} <= set(classes)
     fields = {f.name: f.number for f in classes["OpDef"].DESCRIPTOR.fields}
     assert (fields["input"], fields["attr"], fields["input_desc"], fields["output_desc"]) == (5, 10, 33, 34)

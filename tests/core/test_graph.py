@@ -3,10 +3,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core import proto
 from core.errors import FuseLensError
-from core.graph import Graph, TensorRef, topological_sort
-from core.nodes import make_const, make_node
+from core.graph import Graph, TensorRef, proto, topological_sort
+from core.graph.nodes import make_const, make_node
 
 
 def small_graph() -> Graph:

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from google.protobuf.message import DecodeError
 
-from core import proto
 from core.errors import FuseLensError
-from core.graph import WRITTEN_NODE_BYTES, Graph, SerializedGraphDef, _NodeRecords, _record_head
-from core.loaders import load_model
-from core.nodes import make_const, make_node
+from core.formats.loaders import load_model
+from core.graph import WRITTEN_NODE_BYTES, Graph, SerializedGraphDef, proto
+from core.graph.nodes import make_const, make_node
+from core.graph.wire import NodeRecords, record_head
 from tests.core.test_graph import indexes, small_graph, stored
 
 
@@ -27,7 +27,7 @@ def with_everything() -> bytes:
     late = make_node("Relu", "late", ["add"])
     late.attr["b"].i, late.attr["a"].i = 1, 2
     payload = late.SerializeToString()  # not deterministic: the attributes as written
-    return gd.SerializeToString() + bytes([9 << 3, 42]) + _record_head(1, len(payload)) + payload
+    return gd.SerializeToString() + bytes([9 << 3, 42]) + record_head(1, len(payload)) + payload
 
 
 def test_a_graph_read_from_bytes_keeps_them_and_decodes_a_node_each_time_it_is_read():
@@ -56,7 +56,7 @@ def test_a_graph_read_from_bytes_writes_what_its_parsed_graph_def_writes():
 def test_a_weight_read_from_bytes_is_parsed_once_and_the_graph_writes_what_it_read():
     weight = make_const("big", np.arange(WRITTEN_NODE_BYTES // 4 + 1, dtype=np.float32))
     reader = make_node("Identity", "read", ["big"])
-    data = with_everything() + b"".join(_record_head(1, n.ByteSize()) + n.SerializeToString() for n in (weight, reader))
+    data = with_everything() + b"".join(record_head(1, n.ByteSize()) + n.SerializeToString() for n in (weight, reader))
     g = Graph.from_bytes(data)
     parsed = proto.GraphDef.FromString(data)
     records, position = stored(g, "big")
@@ -89,9 +89,9 @@ def test_an_edit_writes_out_the_nodes_it_keeps_but_a_weight_stays_parsed():
     ed.mutable("mm").input[1] = "w"
     new = ed.build()
     written, _ = stored(new, "small")
-    assert isinstance(written, _NodeRecords) and stored(new, "mm")[0] is written and len(written) == 2
+    assert isinstance(written, NodeRecords) and stored(new, "mm")[0] is written and len(written) == 2
     parsed, position = stored(new, "big")
-    assert not isinstance(parsed, _NodeRecords) and parsed[position] == weight
+    assert not isinstance(parsed, NodeRecords) and parsed[position] == weight
     assert new.nodes["big"] == weight and new.nodes["mm"].input == ["x", "w"]
     assert new.to_bytes() == new.graph_def.SerializeToString(deterministic=True)
 

@@ -9,14 +9,13 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from core import proto
 from core.errors import Cancelled
-from core.graph import Graph
+from core.graph import Graph, proto
+from core.graph.nodes import make_node
 from core.layout import LayoutCache, layout_graph, visible_graph
 from core.layout import dot as layout_dot
 from core.layout.engine import DOT_MAX_BOXES
 from core.layout.layered import layer_ranks, layered_positions
-from core.nodes import make_node
 
 
 def test_dot_places_every_box_inside_the_drawing_and_routes_every_edge(load_sample):

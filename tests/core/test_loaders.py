@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from cli import main as cli_main
-from core import proto
 from core.errors import FuseLensError
-from core.loaders import detect_format, load_model
-from core.nodes import make_node
-from core.samples import sample_path
+from core.formats.loaders import detect_format, load_model
+from core.formats.samples import sample_path
+from core.graph import proto
+from core.graph.nodes import make_node
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(32)
 

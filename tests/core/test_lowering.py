@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core import proto
-from core.execute import random_feeds, run_graph
-from core.graph import Graph
-from core.runtime.lowering import EPILOGUE, XLA_KERNEL, execution_plan, lower
-from core.runtime.profile import NodeMapper
+from core.formats.execute import random_feeds, run_graph
+from core.graph import Graph, proto
+from core.measure.profile import NodeMapper
+from core.runtime import layer_norm
+from core.runtime.lowering import EPILOGUE, FUNCTION_CALL, LAYER_NORM, XLA_KERNEL, execution_plan, lower
 from core.tfimport import import_tensorflow
 from passes.registry import run_pipeline
+from tests.core.test_layer_norm import keras2_layer_norm_graph
 
 
 @pytest.fixture(scope="module")
@@ -64,3 +65,26 @@ def test_lowering_keeps_outputs_allclose_and_every_name(fused):
     want = run_graph(original, feeds, ["output"])["output"]
     for g in (graph, lowered):
         np.testing.assert_allclose(run_graph(g, feeds, ["output"])["output"], want, rtol=1e-4, atol=1e-5)
+
+
+def test_layer_norms_run_as_their_original_ops_on_cpu(load_sample):
+    """An AutoFuse LayerNorm tail (moments outside the kernel) and a scope-fused LayerNorm both run as
+    the ops TensorFlow would fuse into oneDNN's LayerNorm; on a GPU they stay a kernel / a call."""
+    tail = run_pipeline(keras2_layer_norm_graph(np.random.default_rng(5))).fused
+    [kernel] = [n for n in tail.nodes if tail.fused_info(n)]
+    assert "Rsqrt" in kernel
+    assert execution_plan(tail, "cpu") == {kernel: LAYER_NORM} and execution_plan(tail, "gpu") == {kernel: XLA_KERNEL}
+    lowered = lower(tail, execution_plan(tail, "cpu"), keep={"output"})
+    rebuilt, [norm] = layer_norm.replace_with_onednn(lowered, {"output"}, {"x": 3}.get)
+    assert rebuilt.op(norm.output) == layer_norm.ONEDNN_OP and lowered.op(kernel) == "IdentityN"
+
+    scope = run_pipeline(load_sample("bert_layernorm")).fused
+    plan = execution_plan(scope, "cpu")
+    norms = [n for n in scope.nodes if scope.fused_info(n) and scope.fused_info(n).op_type == "LayerNorm"]
+    assert len(norms) == 2 and all(plan[n] == LAYER_NORM for n in norms)
+    assert all(execution_plan(scope, "gpu")[n] == FUNCTION_CALL for n in norms)
+    lowered = lower(scope, plan)
+    assert all(len(lowered.node(n).input) == 1 for n in norms)  # the unread mean and rsqrt are not passed on
+    feeds = random_feeds(scope, seed=1)
+    np.testing.assert_allclose(run_graph(lowered, feeds)["sequence_output"], run_graph(scope, feeds)["sequence_output"],
+                               rtol=1e-5, atol=1e-6)

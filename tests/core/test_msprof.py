@@ -8,11 +8,10 @@ from dataclasses import asdict
 
 import pytest
 
-from core import proto
 from core.errors import FuseLensError
-from core.graph import Graph
-from core.nodes import make_node
-from core.runtime.msprof import import_graph_run, import_profile, parse_shapes, read_op_summary
+from core.graph import Graph, proto
+from core.graph.nodes import make_node
+from core.measure.msprof import import_graph_run, import_profile, parse_shapes, read_op_summary
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
 # (name, type, start us within the step, duration us, block dim); two steps 1000 us apart.

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from core.errors import FuseLensError
-from core.runtime.msprof import find_profile_files, import_graph_run, read_fusion_op, read_msprof_json, read_task_time
+from core.measure.msprof import find_profile_files, import_graph_run, read_fusion_op, read_msprof_json, read_task_time
 from tests.npu_artifacts import write_prof_folder
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"

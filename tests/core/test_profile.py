@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from core import proto
-from core.graph import Graph
-from core.nodes import make_node
-from core.runtime.profile import KernelEvent, NodeMapper, build_graph_run, label_op
+from core.graph import Graph, proto
+from core.graph.nodes import make_node
+from core.measure.profile import KernelEvent, NodeMapper, build_graph_run, label_op
 
 
 def _graph() -> Graph:

@@ -1,4 +1,4 @@
-"""Constants decode by TensorFlow's rules (core.proto.tensor_to_ndarray), checked against tf.make_ndarray.
+"""Constants decode by TensorFlow's rules (core.graph.proto.tensor_to_ndarray), checked against tf.make_ndarray.
 
 One test per rule: no values -> zeros, fewer values than the shape -> the last one repeated,
 tensor_content as raw bytes, half / bfloat16 as bit patterns in half_val, and every dtype
@@ -11,10 +11,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from core import proto
 from core.errors import FuseLensError
-from core.graph import Graph
-from core.nodes import make_node
+from core.graph import Graph, proto
+from core.graph.nodes import make_node
 
 types = proto.types_pb2
 
@@ -170,7 +169,7 @@ def test_const_value_of_an_empty_scalar_is_zero() -> None:
 
 
 def test_a_file_with_a_corrupt_constant_is_refused_when_opened(tmp_path) -> None:
-    from core.loaders import load_model
+    from core.formats.loaders import load_model
 
     bad = make_node("Const", "w", attrs={"dtype": proto.AttrValue(type=types.DT_FLOAT),
                                         "value": proto.AttrValue(tensor=tensor(types.DT_FLOAT, [2, 2],
@@ -185,7 +184,7 @@ def test_a_file_with_a_corrupt_constant_is_refused_when_opened(tmp_path) -> None
 
 def test_a_const_without_a_value_is_refused_when_opened(tmp_path) -> None:
     """TensorFlow refuses such a graph; reading it as a default (invalid) tensor only moved the problem into a pass."""
-    from core.loaders import load_model
+    from core.formats.loaders import load_model
 
     const = make_node("Const", "w", attrs={"dtype": proto.AttrValue(type=types.DT_FLOAT)})
     path = tmp_path / "no_value.pb"

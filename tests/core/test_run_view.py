@@ -8,14 +8,14 @@ import json
 
 import pytest
 
-from core import proto
+from core.ascend.npu_bundle import BundleSide, write_npu_bundle
+from core.ascend.profile_import import import_run_file
 from core.errors import FuseLensError
-from core.graph import Graph
-from core.nodes import make_node
+from core.formats.switch_file import FusionSwitches, SwitchForms
+from core.graph import Graph, proto
+from core.graph.nodes import make_node
+from core.measure.result import GraphRun, KernelStat, OutputComparison, RunResult, TimelineEvent
 from core.runtime.backend_probe import probe_backends
-from core.runtime.npu_bundle import BundleSide, write_npu_bundle
-from core.runtime.profile_import import import_run_file
-from core.runtime.result import GraphRun, KernelStat, OutputComparison, RunResult, TimelineEvent
 from core.runtime.run_view import (
     common_scope,
     format_us,
@@ -28,7 +28,6 @@ from core.runtime.run_view import (
     timeline_lanes,
     top_kernels,
 )
-from core.runtime.switch_file import FusionSwitches, SwitchForms
 from passes.registry import run_pipeline
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
@@ -129,7 +128,7 @@ def test_input_shapes_are_offered_for_open_dimensions_and_parsed(load_sample):
 
 @pytest.fixture(scope="module")
 def abs_relu_exp_graphs():
-    from core.loaders import load_model
+    from core.formats.loaders import load_model
 
     original = load_model("abs_relu_exp").graph
     return original, run_pipeline(original, ["AutoFusePass"]).fused

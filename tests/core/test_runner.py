@@ -11,15 +11,14 @@ import os
 import numpy as np
 import pytest
 
-from core import proto
+from core.devices.backends import detect, detect_backends
 from core.errors import FuseLensError
-from core.graph import Graph, TensorRef
-from core.nodes import make_const, make_node
+from core.formats.switch_file import FusionSwitches, SwitchForms
+from core.graph import Graph, TensorRef, proto
+from core.graph.nodes import make_const, make_node
 from core.runtime import RunRequest, RunResult, run, start_run
-from core.runtime.backends import detect, detect_backends
 from core.runtime.child import FAULT_ENV
 from core.runtime.runner import load_npz_inputs, prepare_job
-from core.runtime.switch_file import FusionSwitches, SwitchForms
 from passes.fused import fuse_subgraph
 
 FUSED_NAME = "autofuse_pointwise_0_Abs_Relu_Exp"
@@ -62,7 +61,7 @@ def abs_relu_exp(load_sample):
 
 
 class Chosen:
-    """A pass configuration as core sees one (core.runtime.switch_file.PassChoice), without importing passes."""
+    """A pass configuration as core sees one (core.formats.switch_file.PassChoice), without importing passes."""
 
     def __init__(self, *pass_ids: str):
         self.ids = list(pass_ids)

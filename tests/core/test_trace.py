@@ -13,11 +13,11 @@ import numbers
 
 import pytest
 
-from core import proto
-from core.execute import random_feeds
+from core.formats.execute import random_feeds
+from core.graph import proto
+from core.measure.profile import build_graph_run
+from core.measure.result import RunResult
 from core.runtime.child import step_events
-from core.runtime.profile import build_graph_run
-from core.runtime.result import RunResult
 from core.runtime.trace import CSV_COLUMNS, chrome_trace, kernel_csv, write_chrome_trace
 
 METADATA_NAMES = {"process_name", "thread_name", "process_sort_index", "thread_sort_index"}

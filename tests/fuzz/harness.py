@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from core import proto
 from core.errors import FuseLensError
+from core.graph import proto
 from tests.fuzz import mutators as m
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -268,15 +268,15 @@ def _remove(folder: Path) -> None:
 # ---- the formats ------------------------------------------------------------------------------------
 @cache
 def _sample_bytes(name: str) -> bytes:
-    from core.samples import sample_path
+    from core.formats.samples import sample_path
 
     return sample_path(name).read_bytes()
 
 
 def _load_graph(path: Path) -> None:
     """Load and inspect, then the default passes: `fuselens fuse` without the subprocess."""
-    from core.inspect import summarize
-    from core.loaders import load_model
+    from core.formats.loaders import load_model
+    from core.graph.inspect import summarize
     from passes.registry import run_pipeline
 
     graph = load_model(path).graph
@@ -353,7 +353,7 @@ def _rule_seeds(work: Path) -> list[tuple[str, bytes]]:
 
 @cache
 def _rule_targets() -> tuple[Any, ...]:
-    from core.loaders import load_model
+    from core.formats.loaders import load_model
 
     return tuple(load_model(name).graph for name in ("demo", "bert_layernorm"))
 
@@ -376,7 +376,7 @@ def _rules_cli(path: Path, out: Path) -> list[str]:
 @cache
 def _npu_files(work: Path) -> dict[str, list[tuple[str, bytes]]]:
     """Real toolchain files, as tests/npu_artifacts.py writes them from FuseLens's samples."""
-    from core.loaders import load_model
+    from core.formats.loaders import load_model
     from tests import npu_artifacts as npu
 
     folder = work / "npu"
@@ -408,13 +408,13 @@ def _npu_files(work: Path) -> dict[str, list[tuple[str, bytes]]]:
 
 
 def _import_profile(path: Path) -> None:
-    from core.runtime.profile_import import import_run_file
+    from core.ascend.profile_import import import_run_file
 
     import_run_file(path)
 
 
 def _run_file_seeds(work: Path) -> list[tuple[str, bytes]]:
-    from core.runtime.msprof import import_profile
+    from core.measure.msprof import import_profile
 
     folder = work / "npu" / "PROF_000001_20260101120000000_ABCDEFGHIJ"
     _npu_files(work)
@@ -423,13 +423,13 @@ def _run_file_seeds(work: Path) -> list[tuple[str, bytes]]:
 
 
 def _load_dump(path: Path) -> None:
-    from core.ge.dump import dump_summary, load_dump
+    from core.ascend.ge.dump import dump_summary, load_dump
 
     dump_summary(load_dump(path))
 
 
 def _read_ledger(path: Path) -> None:
-    from core.ge.fusion_result import read_fusion_result
+    from core.ascend.ge.fusion_result import read_fusion_result
 
     read_fusion_result(path).to_json()
 

@@ -15,10 +15,10 @@ import time
 
 import pytest
 
-from core import proto
 from core.errors import FuseLensError
-from core.loaders import load_model
-from core.nodes import make_node
+from core.formats.loaders import load_model
+from core.graph import proto
+from core.graph.nodes import make_node
 from tests.fuzz import harness
 
 
@@ -34,7 +34,7 @@ def one_line_error(call, *args) -> str:
 @pytest.mark.parametrize("pid", [[2000], {"id": 2000}, True])
 def test_an_msprof_timeline_whose_pid_is_a_list_or_an_object_is_read(tmp_path, pid) -> None:
     """Was `TypeError: unhashable type: 'list'` from read_msprof_json (fuzz case msprof_json 84)."""
-    from core.runtime.msprof import import_graph_run
+    from core.measure.msprof import import_graph_run
 
     events = [{"name": "process_name", "pid": 2000, "ph": "M", "args": {"name": "Ascend Hardware"}},
               {"name": "process_name", "pid": pid, "ph": "M", "args": {"name": "Ascend Hardware"}},
@@ -58,7 +58,7 @@ def test_an_unknown_autofuse_flag_with_a_line_break_is_one_line() -> None:
     ({"Switch": {"GraphFusion": {"A\nB": "maybe"}}}, "Switch.GraphFusion.'A\\nB' is 'maybe'"),
 ])
 def test_switch_file_keys_with_a_line_break_stay_on_one_line(switch, words) -> None:
-    from core.runtime.switch_file import parse_switch_file
+    from core.formats.switch_file import parse_switch_file
 
     assert words in one_line_error(parse_switch_file, json.dumps(switch), "switch.json")
 
@@ -121,7 +121,7 @@ def test_a_ge_onnx_desc_index_is_bounded(tmp_path) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
         signal.alarm(5)  # a bounded reader answers at once
         from core.errors import FuseLensError
-        from core.ge.dump import load_dump
+        from core.ascend.ge.dump import load_dump
         try:
             load_dump({str(dump)!r})
         except FuseLensError:
@@ -133,7 +133,7 @@ def test_a_ge_onnx_desc_index_is_bounded(tmp_path) -> None:
 
 
 def test_fusion_result_keys_with_a_newline_stay_on_one_line(tmp_path) -> None:
-    from core.ge.fusion_result import read_fusion_result
+    from core.ascend.ge.fusion_result import read_fusion_result
 
     path = tmp_path / "fusion_result.json"
     path.write_text(json.dumps({"two\nlines": {}}))
@@ -141,7 +141,7 @@ def test_fusion_result_keys_with_a_newline_stay_on_one_line(tmp_path) -> None:
 
 
 def test_import_profile_reads_an_msprof_json_timeline(tmp_path) -> None:
-    from core.runtime.profile_import import import_run_file
+    from core.ascend.profile_import import import_run_file
 
     (name, data), *_ = harness.FORMATS["msprof_json"].seeds(tmp_path)
     path = tmp_path / name

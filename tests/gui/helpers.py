@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QSettings
 
 from core.graph import TensorRef
-from core.provenance import Rewrite
+from core.graph.provenance import Rewrite
 from passes.base import FusionPass, Match, NearMiss
 
 WAIT_MS = 60000

@@ -106,8 +106,8 @@ def test_a_5k_node_graph_opens_collapsed_and_expands_one_scope_at_a_time_in_plac
 def test_the_first_view_of_a_tall_graph_with_a_wide_part_shows_its_inputs(qtbot, window, tmp_path):
     """A chain drawn in the middle of a wide scene: the first view is centred on it, not on the
     scene's empty top-left corner (the fit must not wait for the items built in slices)."""
-    from core import proto
-    from core.nodes import make_node
+    from core.graph import proto
+    from core.graph.nodes import make_node
 
     dtype = {"dtype": proto.AttrValue(type=proto.DT_FLOAT)}
     nodes = [make_node("Placeholder", "input", attrs=dtype)]

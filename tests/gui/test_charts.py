@@ -9,8 +9,8 @@ import json
 import pytest
 from PySide6.QtCore import QPointF, Qt
 
-from core.loaders import load_model
-from core.opclass import PALETTE
+from core.formats.loaders import load_model
+from core.graph.opclass import PALETTE
 from core.runtime import RunRequest, RunResult, run
 from passes.registry import run_pipeline
 from tests.gui.helpers import open_and_wait
@@ -128,11 +128,11 @@ def test_heat_overlay_colours_nodes_and_switches_off(qtbot, shown):
 
 
 def test_exports_chrome_trace_csv_png_and_run_file(tmp_path, shown):
-    trace = json.loads(shown.export_chrome_trace(str(tmp_path / "t.json")).read_text())
+    trace = json.loads(shown.files.export_chrome_trace(str(tmp_path / "t.json")).read_text())
     assert any(e["ph"] == "X" and e["name"] == FUSED for e in trace["traceEvents"])
-    csv_text = shown.export_kernel_csv(str(tmp_path / "k.csv")).read_text()
+    csv_text = shown.files.export_kernel_csv(str(tmp_path / "k.csv")).read_text()
     assert csv_text.splitlines()[0].startswith("graph,kernel") and FUSED in csv_text
-    png = shown.export_charts_png(str(tmp_path / "charts.png"))
+    png = shown.files.export_charts_png(str(tmp_path / "charts.png"))
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    again = RunResult.load(shown.save_run(str(tmp_path / "run.json")))
+    again = RunResult.load(shown.files.save_run(str(tmp_path / "run.json")))
     assert again.graphs["fused"].kernels == shown.result.graphs["fused"].kernels

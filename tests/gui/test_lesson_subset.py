@@ -12,7 +12,7 @@ from tests.gui.helpers import open_and_wait
 
 def test_lesson_of_the_selected_matches_explains_only_those(qtbot, window, tmp_path, monkeypatch):
     open_and_wait(qtbot, window, "demo")
-    action = window.export_lesson_selected_action
+    action = window.chrome.export_lesson_selected_action
     assert not action.isEnabled()  # nothing chosen yet
     rows = window.match_list.match_items()
     chosen = [m.id for r in window.session.pipeline.results for m in r.matches][1::3]  # every third, from the 2nd

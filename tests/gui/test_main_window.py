@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 import pytest
 from PySide6.QtCore import QPoint, Qt
 
+from core.formats.loaders import load_model
 from core.layout import SCOPE_PREFIX
-from core.loaders import load_model
 from tests.gui.helpers import ToyDropActivation, open_and_wait, wait_idle
 
 SAMPLE = "keras_bn_small_ops"  # 4 Relu after small-op BNs: 4 toy matches; scopes bn_default/batchnorm, ...
@@ -129,7 +129,7 @@ def test_stepping_through_matches_selects_the_right_nodes_in_both_panes(qtbot, t
     matches = [r for result in results for r in result.matches]
     misses = [r for result in results for r in result.near_misses]
     assert matches and misses
-    for action, wanted in ((toy_window.next_action, matches), (toy_window.next_miss_action, misses)):
+    for action, wanted in ((toy_window.chrome.next_action, matches), (toy_window.chrome.next_miss_action, misses)):
         seen = []
         for _ in wanted:
             action.trigger()
@@ -142,15 +142,15 @@ def test_stepping_through_matches_selects_the_right_nodes_in_both_panes(qtbot, t
             text = toy_window.properties.toPlainText()
             assert (record.reason if hasattr(record, "reason") else record.summary) in text
         assert seen == wanted  # matches only, then near misses only, each in list order
-    toy_window.next_action.trigger()  # from a near miss to the match after it, wrapping to the first
+    toy_window.chrome.next_action.trigger()  # from a near miss to the match after it, wrapping to the first
     assert toy_window.match_list.current_record() is matches[0]
-    toy_window.prev_action.trigger()  # wraps around to the last match
+    toy_window.chrome.prev_action.trigger()  # wraps around to the last match
     assert toy_window.match_list.current_record() is matches[-1]
-    toy_window.prev_miss_action.trigger()  # the near miss before it in list order, wrapping round
+    toy_window.chrome.prev_miss_action.trigger()  # the near miss before it in list order, wrapping round
     last = next(i for i, r in enumerate(records) if r is matches[-1])
     before = [records[(last - k) % len(records)] for k in range(1, len(records))]
     assert toy_window.match_list.current_record() is next(r for r in before if any(r is m for m in misses))
-    assert "N" in [s.toString() for s in toy_window.next_action.shortcuts()]
+    assert "N" in [s.toString() for s in toy_window.chrome.next_action.shortcuts()]
     # a toy match: the Relu is removed (red) before, its producer modified (amber) after
     drop = next(r for r in records if r.pass_id == ToyDropActivation.id and hasattr(r, "summary"))
     relu, producer = drop.nodes
@@ -175,7 +175,7 @@ def test_selection_in_one_pane_selects_the_counterpart_in_the_other(qtbot, toy_w
 
 def test_search_by_op_type_or_name_outlines_hits_and_enter_selects(qtbot, toy_window):
     open_and_wait(qtbot, toy_window, SAMPLE)
-    toy_window.find_action.trigger()
+    toy_window.chrome.find_action.trigger()
     qtbot.keyClicks(toy_window.search, "rsqrt")
     rsqrt = {n.name for n in toy_window.session.model.graph if n.op == "Rsqrt"}
     assert set(toy_window.before.hit_keys) == rsqrt and len(rsqrt) == 4
@@ -242,9 +242,9 @@ def test_recent_files_and_bottom_dock(qtbot, toy_window):
     open_and_wait(qtbot, toy_window, "conv_bn")
     open_and_wait(qtbot, toy_window, SAMPLE)
     assert toy_window.recent.list()[:2] == [SAMPLE, "conv_bn"]
-    toy_window.recent_menu.aboutToShow.emit()
-    assert [a.text() for a in toy_window.recent_menu.actions()][:2] == [SAMPLE, "conv_bn"]
-    dock = toy_window.add_bottom_dock(QLabel("run"), "Run & profile")
+    toy_window.chrome.recent_menu.aboutToShow.emit()
+    assert [a.text() for a in toy_window.chrome.recent_menu.actions()][:2] == [SAMPLE, "conv_bn"]
+    dock = toy_window.host.add_bottom_dock(QLabel("run"), "Run & profile")
     assert toy_window.dockWidgetArea(dock) == Qt.DockWidgetArea.BottomDockWidgetArea
 
 
@@ -285,7 +285,7 @@ def test_dropping_a_model_file_opens_it(qtbot, toy_window, tmp_path):
 
 
 def test_a_bare_pb_gets_its_edge_shapes_once_fusion_has_inferred_them(qtbot, window, tmp_path):
-    from core import proto
+    from core.graph import proto
     from tests.gui.helpers import WAIT_MS
 
     bare = proto.GraphDef()
@@ -329,7 +329,7 @@ def test_a_conv_bn_match_is_explained_with_its_numbers_in_the_properties(qtbot, 
     open_and_wait(qtbot, window, "conv_bn")
     fold = window.session.pipeline.result("ConvBatchnormFusionPass").matches[0]
     while window.match_list.current_record() is not fold:
-        window.next_action.trigger()
+        window.chrome.next_action.trigger()
     text = window.properties.toPlainText()
     example = fold.explanation["example"]
     folded = window.session.pipeline.fused.const_value(example["folded_filter"])[tuple(example["weight_index"])]

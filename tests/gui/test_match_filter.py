@@ -43,7 +43,7 @@ def test_near_misses_with_one_reason_fold_into_a_collapsed_line(qtbot):
 def test_filters_choose_what_shows_and_what_next_match_steps_through(qtbot, window):
     open_and_wait(qtbot, window, "keras_bn_small_ops")
     results = window.session.pipeline.results
-    bar = window.match_filter
+    bar = window.chrome.match_filter
     matches = [m for r in results for m in r.matches]
     bar.kind.setCurrentText("matches")
     assert all(isinstance(r, Match) for r in visible_records(window)) and len(visible_records(window)) == len(matches)
@@ -54,7 +54,7 @@ def test_filters_choose_what_shows_and_what_next_match_steps_through(qtbot, wind
     autofuse = next(r for r in results if r.pass_id == "AutoFusePass")
     assert visible_records(window) == [*autofuse.matches, *autofuse.near_misses]
     for wanted in (*autofuse.matches, autofuse.matches[0]):  # Next match steps through the shown ones only
-        window.next_action.trigger()
+        window.chrome.next_action.trigger()
         assert window.match_list.current_record() is wanted
     bar.pass_box.setCurrentText("all passes")
     bar.text.setText("bn_plain")

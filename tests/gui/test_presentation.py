@@ -23,7 +23,7 @@ def window_state(window) -> dict:
         "toolbars": {t.objectName(): t.isVisible() for t in window.findChildren(QToolBar)},
         "header points": [p.header.font().pointSizeF() for p in window.panes.values()],
         "zoom": [p.view.zoom_level() for p in window.panes.values()], "look": NodeItem.look,
-        "next enabled": window.next_action.isEnabled(),
+        "next enabled": window.chrome.next_action.isEnabled(),
     }
 
 

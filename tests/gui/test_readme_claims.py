@@ -1,4 +1,4 @@
-"""What the README's "The window" and "Run and profile in the window" sections promise, done as a user does it.
+"""What docs/guide/window.md and docs/guide/run-and-profile.md ("In the window") promise, done as a user does it.
 
 Real key events on the window (shortcuts), real mouse clicks, drags and wheel turns on the panes, the
 right-click menu the pane builds, the file dialogs answered by a patched QFileDialog; every check is
@@ -13,9 +13,9 @@ from PySide6.QtCore import QPoint, QPointF, Qt, QTimer
 from PySide6.QtGui import QContextMenuEvent, QImage, QWheelEvent
 from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QMenu
 
+from core.formats.loaders import load_model
+from core.formats.samples import SAMPLES
 from core.layout import SCOPE_PREFIX, LayoutCache
-from core.loaders import load_model
-from core.samples import SAMPLES
 from gui.dialogs import SamplesDialog
 from gui.graph_view import LABEL_LOD
 from tests.gui.helpers import close_window, make_window, open_and_wait, wait_idle
@@ -68,7 +68,7 @@ def test_the_sample_gallery_lists_every_sample_with_its_description_and_opens_th
 
 def test_a_cancelled_gallery_opens_nothing(qtbot, toy_window, monkeypatch):
     monkeypatch.setattr(SamplesDialog, "exec", lambda dialog: QDialog.DialogCode.Rejected)
-    toy_window.samples_action.trigger()
+    toy_window.chrome.samples_action.trigger()
     assert toy_window.session.model is None and toy_window.windowTitle() == "FuseLens"
 
 
@@ -355,7 +355,7 @@ def test_a_saved_run_file_imports_back(qtbot, run_window, monkeypatch, tmp_path)
 
     panel = run_window.run_panel
     prof = write_prof_folder(tmp_path, npu_kernels(run_window.session.pipeline.fused, dur=7.0), steps=3)
-    panel.import_profile(str(prof))
+    panel.files.import_profile(str(prof))
     qtbot.waitUntil(lambda: panel.result is not None)
     before = bars_shown(panel, "after")
     saved = tmp_path / "run.json"
@@ -379,7 +379,7 @@ def test_the_top_n_control_sets_how_many_bars_are_drawn(qtbot, toy_window, tmp_p
     kernels = [(n.name, n.op, 1.0 + i) for i, n in enumerate(graph) if n.op not in ("Const", "Identity", "Placeholder")]
     assert len(kernels) > 20
     panel = toy_window.run_panel
-    panel.import_profile(str(write_prof_folder(tmp_path, kernels)))
+    panel.files.import_profile(str(write_prof_folder(tmp_path, kernels)))
     qtbot.waitUntil(lambda: panel.result is not None)
     side = next(s for s in ("before", "after") if bars_shown(panel, s))
     assert panel.top_n.value() == 12 and len(bars_shown(panel, side)) == 12

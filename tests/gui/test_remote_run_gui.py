@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from core.runtime.remote import LOCAL, Host, transport_for
+from core.ascend.remote import LOCAL, Host, transport_for
+from gui.predicted_rows import AGREED
 from gui.remote_run import REMOTE
-from session.npu_check import AGREED
 from session.remote_run import HostStore, RunHistory, new_record
 from tests.gui.helpers import open_and_wait
 from tests.npu_artifacts import GE_ONLY_PASS

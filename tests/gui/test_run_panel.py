@@ -10,7 +10,7 @@ import os
 import pytest
 from PySide6.QtCore import Qt
 
-from core.runtime.backends import BackendStatus
+from core.devices.backends import BackendStatus
 from gui.run_panel import BACKEND_PROBE, DOCK_TITLE
 from tests.core.test_run_view import write_op_summary
 from tests.gui.helpers import open_and_wait
@@ -44,7 +44,7 @@ def test_the_dock_menu_and_toolbar_are_there(window):
                    "Export Chrome trace…", "Export charts (PNG)…", "Export NPU run script…", "Heat overlay",
                    "NPU runs (history)…"):
         assert wanted in texts
-    assert not panel.result_actions[0].isEnabled()  # nothing to export before a run
+    assert not panel.files.result_actions[0].isEnabled()  # nothing to export before a run
     assert panel.results.isHidden() and "no run yet" in panel.progress_label.text()  # the dock is just its controls
     assert not panel.cancel_button.isEnabled() and panel.progress.isHidden() and panel.run_button.isEnabled()
 
@@ -66,7 +66,7 @@ def test_run_on_cpu_shows_the_fused_kernel_after_and_elementwise_kernels_before(
     phases = {(p.graph, p.phase) for p in seen}
     assert {("original", "run"), ("fused", "run")} <= phases  # progress names the graph and the step
     assert any(p.total == 3 and p.step == 3 for p in seen)
-    assert panel.progress_label.text().startswith("done") and panel.result_actions[0].isEnabled()
+    assert panel.progress_label.text().startswith("done") and panel.files.result_actions[0].isEnabled()
     assert not panel.results.isHidden()
 
 
@@ -122,7 +122,7 @@ def test_backend_chooser_disables_what_is_missing_with_the_reason(qtbot, window)
 def test_imported_op_summary_is_charted_on_the_fused_graph(qtbot, panel, tmp_path):
     path = tmp_path / "op_summary_0_1_1.csv"
     write_op_summary(path, [("trans_Cast_0", "Cast", 2.0), (FUSED, "AscBackend", 4.25)], steps=5)
-    panel.import_profile(str(path))
+    panel.files.import_profile(str(path))
     qtbot.waitUntil(lambda: panel.result is not None)
     assert panel.charts.shown_kernels("before") == []
     after = {k.kernel: k for k in panel.charts.shown_kernels("after")}
@@ -136,7 +136,7 @@ def test_imported_op_summary_is_charted_on_the_fused_graph(qtbot, panel, tmp_pat
 def test_a_bad_profile_is_an_error_not_a_crash(qtbot, panel, tmp_path, dialogs):
     path = tmp_path / "op_summary_0_1_1.csv"
     path.write_text("not,a,profile\n1,2,3\n")
-    panel.import_profile(str(path))
+    panel.files.import_profile(str(path))
     qtbot.waitUntil(lambda: bool(dialogs))
     assert dialogs[-1][1] == "Import failed" and str(path) in dialogs[-1][2] and panel.result is None
 
@@ -144,14 +144,14 @@ def test_a_bad_profile_is_an_error_not_a_crash(qtbot, panel, tmp_path, dialogs):
 def test_npu_bundle_export_is_written_by_the_tensorflow_helper(qtbot, panel, tmp_path, monkeypatch):
     """The same bundle as `fuselens export-npu-script`; its graphs are stripped with TensorFlow, so the
     window's helper writes it (doing it in this process would fail here), in a worker: the call returns at once."""
-    from core.runtime import npu_bundle
+    from core.ascend import npu_bundle
 
     def not_here(*args, **kwargs):
         raise AssertionError("the window's own process stripped a graph with TensorFlow")
 
     monkeypatch.setattr(npu_bundle, "for_target", not_here)
-    with qtbot.waitSignal(panel.bundle_written, timeout=RUN_MS) as written:
-        panel.export_npu_script(str(tmp_path / "npu_bundle"), "tf2-compat")
+    with qtbot.waitSignal(panel.files.bundle_written, timeout=RUN_MS) as written:
+        panel.files.export_npu_script(str(tmp_path / "npu_bundle"), "tf2-compat")
         assert panel.window().workers.busy()  # returned while the helper writes
     report = written.args[0]
     assert "NPU bundle written to" in panel.window().statusBar().currentMessage()
@@ -165,7 +165,7 @@ def test_npu_bundle_export_is_written_by_the_tensorflow_helper(qtbot, panel, tmp
 def test_an_imported_npu_run_shows_predicted_vs_actual_and_a_row_selects_its_nodes(qtbot, window, tmp_path, dialogs):
     """A bundle's results folder: the tab appears with a row per prediction, AMCT's fold agreed as done before
     GE, a filter by status, and a click selecting the row's nodes in both panes; another model hides the tab."""
-    from session.npu_check import AGREED, EXTRA
+    from gui.predicted_rows import AGREED, EXTRA
     from tests.npu_artifacts import GE_ONLY_PASS
     from tests.sessions.test_npu_check import write_bundle_results
 
@@ -174,7 +174,7 @@ def test_an_imported_npu_run_shows_predicted_vs_actual_and_a_row_selects_its_nod
     tab = panel.tabs.indexOf(panel.check_view)
     assert not panel.tabs.isTabVisible(tab)
     results = write_bundle_results(tmp_path / "results", window.session.pipeline, {GE_ONLY_PASS: (2, 2)})
-    panel.import_profile(str(results))
+    panel.files.import_profile(str(results))
     qtbot.waitUntil(lambda: panel.result is not None)
     assert panel.tabs.isTabVisible(tab) and not dialogs
     view = panel.check_view

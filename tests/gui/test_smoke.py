@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.samples import SAMPLES
+from core.formats.samples import SAMPLES
 from tests.gui.helpers import close_window, make_window, open_and_wait
 from tests.zoo.models import ZOO, zoo_model
 
@@ -30,7 +30,7 @@ def test_mobilenet_v2_opens_fuses_and_closes(qtbot, tmp_path, dialogs, layout_ca
     assert "Const" not in drawn_ops and "Conv2D" in drawn_ops
     assert window.panes["before"].shown.engine == "dot"
     assert sum(len(r.matches) for r in window.session.pipeline.results) > 50  # the 52 small-op BNs at least
-    window.next_action.trigger()
+    window.chrome.next_action.trigger()
     assert window.before.selected_keys and window.after.selected_keys
     close_window(window)
 

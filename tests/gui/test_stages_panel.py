@@ -3,7 +3,7 @@ the changes grouped by the pass GE credits, synced selection through _datadump_o
 
 from __future__ import annotations
 
-from core.loaders import load_model
+from core.formats.loaders import load_model
 from passes.registry import run_pipeline
 from session import Stage
 from tests.gui.helpers import WAIT_MS, open_and_wait

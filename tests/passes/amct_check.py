@@ -7,10 +7,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from core import proto
-from core.execute import random_feeds, run_graph
-from core.graph import Graph
-from core.nodes import make_const, make_node
+from core.formats.execute import random_feeds, run_graph
+from core.graph import Graph, proto
+from core.graph.nodes import make_const, make_node
 from passes.base import FusionPass, PassResult
 
 FLOAT = proto.AttrValue(type=proto.DT_FLOAT)

@@ -6,9 +6,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from core import proto
-from core.execute import random_feeds, run_graph
-from core.graph import Graph
+from core.formats.execute import random_feeds, run_graph
+from core.graph import Graph, proto
 from passes.autofuse.autofuse_pass import AutoFusePass
 from passes.base import PassResult
 

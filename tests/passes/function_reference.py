@@ -7,11 +7,10 @@ from __future__ import annotations
 import weakref
 from collections.abc import Sequence
 
-from core import proto
-from core.graph import Graph, TensorRef
-from core.nodes import make_node
+from core.formats.tfshapes import TensorInfo, infer_tensors
+from core.graph import Graph, TensorRef, proto
+from core.graph.nodes import make_node
 from core.tfimport import import_tensorflow
-from core.tfshapes import TensorInfo, infer_tensors
 
 _inferred: weakref.WeakKeyDictionary[Graph, dict[tuple[str, int], TensorInfo]] = weakref.WeakKeyDictionary()
 

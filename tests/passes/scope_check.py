@@ -6,9 +6,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from core import proto
-from core.execute import random_feeds, run_graph
-from core.graph import Graph
+from core.formats.execute import random_feeds, run_graph
+from core.graph import Graph, proto
 from passes.fused import FUSED_OP_TYPE_ATTR
 
 

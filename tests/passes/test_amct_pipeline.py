@@ -8,10 +8,9 @@ import copy
 import numpy as np
 import pytest
 
-from core import proto
-from core.execute import random_feeds, run_graph
-from core.graph import Graph
-from core.samples import SAMPLES
+from core.formats.execute import random_feeds, run_graph
+from core.formats.samples import SAMPLES
+from core.graph import Graph, proto
 from passes.registry import catalog, run_pipeline
 from tests.passes.amct_check import assert_same_outputs
 

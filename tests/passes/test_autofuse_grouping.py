@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from autofuse_check import assert_same_outputs, tf_graph
 
-from core.opclass import op_category
+from core.graph.opclass import op_category
 from passes.autofuse.autofuse_pass import AutoFusePass
 from passes.autofuse.flags import AutofuseFlags, parse_autofuse_flags
 from passes.autofuse.grouping import group_graph, kernel_name

@@ -8,9 +8,8 @@ import pytest
 from autofuse_check import assert_same_outputs
 
 from cli import main
-from core import proto
-from core.execute import random_feeds
-from core.graph import Graph
+from core.formats.execute import random_feeds
+from core.graph import Graph, proto
 from passes.autofuse.autofuse_pass import AutoFusePass
 from passes.fused import FUSED_OP_TYPE_ATTR, XLA_MUST_COMPILE_ATTR
 

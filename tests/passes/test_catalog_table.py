@@ -9,7 +9,7 @@ import pytest
 from core.errors import FuseLensError
 from passes.registry import catalog, catalog_markdown, with_pass_table
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "reference" / "passes.md"
 
 
 def test_readme_pass_table_matches_the_catalog():

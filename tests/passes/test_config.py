@@ -8,7 +8,7 @@ import json
 import pytest
 
 from core.errors import FuseLensError
-from core.runtime.switch_file import parse_switch_file
+from core.formats.switch_file import parse_switch_file
 from passes.autofuse.flags import parse_autofuse_flags
 from passes.config import PassConfig, read_skip_file
 from passes.registry import catalog, default_pass_ids

@@ -29,7 +29,7 @@ def test_plain_conv_bn_is_not_claimed(load_sample):
 
 
 def test_training_mode_is_a_near_miss(load_sample):
-    from core.nodes import make_attr
+    from core.graph.nodes import make_attr
 
     graph = load_sample("depthwise_bn")
     editor = graph.editor()

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from core import proto
-from core.graph import Graph, TensorRef
-from core.nodes import make_const, make_node
-from core.provenance import Provenance, Rewrite
+from core.graph import Graph, TensorRef, proto
+from core.graph.nodes import make_const, make_node
+from core.graph.provenance import Provenance, Rewrite
 from passes.base import FusionPass, Match, NearMiss
 from passes.pattern import ANY, Const, Op, match
 from passes.report import op_count_diff

@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core import proto
-from core.graph import TensorRef
-from core.nodes import make_const, make_node
+from core.graph import TensorRef, proto
+from core.graph.nodes import make_const, make_node
 from passes.base import Match
 from passes.explain_render import explanation_html, explanation_markdown
 from passes.registry import PipelineResult, run_pipeline

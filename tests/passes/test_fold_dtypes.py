@@ -20,9 +20,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from core.execute import run_graph
+from core.formats.execute import run_graph
 from core.graph import Graph
-from core.nodes import make_const
+from core.graph.nodes import make_const
 from passes.amct.conv_bn import ConvBatchnormFusionPass
 from passes.amct.depthwise_bn import DepthwiseConvBatchnormFusionPass
 from passes.amct.folding import dtype_info, short

@@ -1,4 +1,4 @@
-"""The fused node's FunctionDef is built with protobuf alone (passes/fused.py, core/opdefs.py) and equals
+"""The fused node's FunctionDef is built with protobuf alone (passes/fused.py, core/graph/opdefs.py) and equals
 what TensorFlow's importer and `graph_to_function_def` make of the same subgraph
 (tests/passes/function_reference.py), on every sample and on the Keras zoo, with every pass on; and
 `fuselens fuse` of the samples never imports TensorFlow."""
@@ -14,12 +14,11 @@ import pytest
 from google.protobuf import text_format
 
 import passes.fused as fused
-from core import opdefs, proto
 from core.errors import FuseLensError
-from core.graph import Graph
-from core.loaders import load_model
-from core.nodes import make_node
-from core.samples import SAMPLES
+from core.formats.loaders import load_model
+from core.formats.samples import SAMPLES
+from core.graph import Graph, opdefs, proto
+from core.graph.nodes import make_node
 from passes.config import PassConfig
 from passes.registry import catalog, run_pipeline
 from tests.passes.function_reference import tensorflow_function
@@ -64,7 +63,7 @@ def test_functions_equal_tensorflows_on_every_sample(name: str, load_sample, mon
 @pytest.mark.parametrize("name", ["EfficientNetB0", "MobileNetV3Small", "InceptionV3", "Xception", "NASNetMobile",
                                   "ConvNeXtTiny", "ResNet50", "DenseNet121"])
 def test_functions_and_dtypes_equal_tensorflows_on_the_keras_zoo(name: str, monkeypatch) -> None:
-    from core.tfshapes import infer_tensors
+    from core.formats.tfshapes import infer_tensors
     from tests.zoo.models import zoo_model
 
     graph = load_model(str(zoo_model(name))).graph
@@ -95,7 +94,7 @@ def test_fuse_of_every_sample_never_imports_tensorflow(tmp_path, load_sample) ->
 @pytest.mark.parametrize("name", [*COMMITTED, "mobilenet_v2"])
 def test_every_output_dtype_equals_tensorflows_inference(name: str, load_sample) -> None:
     """The op table gives every node of every sample the outputs and dtypes TensorFlow infers."""
-    from core.tfshapes import infer_tensors
+    from core.formats.tfshapes import infer_tensors
 
     graph = load_sample(name)
     inferred = infer_tensors(graph)

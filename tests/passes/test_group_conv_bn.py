@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.nodes import make_const
+from core.graph.nodes import make_const
 from passes.amct.conv_bn import ConvBatchnormFusionPass
 from passes.amct.group_conv_bn import GroupConvBatchnormFusionPass
 from tests.passes.amct_check import assert_same_outputs

@@ -11,9 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core import proto
-from core.graph import Graph
-from core.loaders import load_model
+from core.formats.loaders import load_model
+from core.graph import Graph, proto
 from passes.amct.small_op_bn import SmallOpBatchnormFusionPass
 from passes.config import PassConfig
 from passes.registry import run_pipeline

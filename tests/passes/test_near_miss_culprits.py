@@ -9,11 +9,10 @@ import pickle
 
 import pytest
 
-from core import proto
-from core.graph import Graph
-from core.loaders import load_model
-from core.nodes import make_node
-from core.samples import SAMPLES
+from core.formats.loaders import load_model
+from core.formats.samples import SAMPLES
+from core.graph import Graph, proto
+from core.graph.nodes import make_node
 from passes.base import Culprit, FusionPass, Match, NearMiss, Reason
 from passes.config import PassConfig
 from passes.pattern import ANY, Op, match

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from core import proto
 from core.errors import FuseLensError
-from core.nodes import make_node
+from core.graph import proto
+from core.graph.nodes import make_node
 from passes.config import PassConfig
 from passes.fused import FUSED_NODES_ATTR, FUSION_PASS_ATTR
 from passes.registry import default_pass_ids

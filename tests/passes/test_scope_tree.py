@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core import proto
-from core.graph import Graph
-from core.nodes import make_const, make_node
+from core.graph import Graph, proto
+from core.graph.nodes import make_const, make_node
 from passes.scope.features import NodeAttrFeature, NodeOpTypeFeature, ScopeContext, ScopeFeature, ScopePattern
 from passes.scope.scope_tree import ScopeTree, trim_scope_index
 

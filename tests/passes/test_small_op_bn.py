@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core import proto
-from core.graph import Graph
+from core.graph import Graph, proto
 from passes.amct.conv_bn import ConvBatchnormFusionPass
 from passes.amct.small_op_bn import SmallOpBatchnormFusionPass
 from tests.passes.amct_check import apply_passes, assert_same_outputs
@@ -77,6 +76,18 @@ def test_input_not_4d_is_a_near_miss():
     (miss,) = SmallOpBatchnormFusionPass().dry_run(graph).near_misses
     assert miss.reason == "the BatchNorm input features is 2-D; FusedBatchNormV3 needs a 4-D input"
 
+
+
+def test_input_of_unknown_shape_is_a_near_miss_saying_so():
+    """A bare .pb (no `_output_shapes`) whose BatchNorm input is an op the shape table does not know."""
+    graph = _keras_bn_after(lambda tf: tf.raw_ops.Cumsum(x=tf.compat.v1.placeholder(tf.float32, [1, 4, 4, 3]),
+                                                          axis=tf.constant(1), name="cumsum"))
+    bare = proto.GraphDef()
+    bare.CopyFrom(graph.graph_def)
+    for node in bare.node:
+        del node.attr["_output_shapes"]
+    (miss,) = SmallOpBatchnormFusionPass().dry_run(Graph(bare, source="bare")).near_misses
+    assert miss.reason.startswith("shape unknown: the BatchNorm input cumsum records no shape")
 
 def test_layer_norm_statistics_are_not_constants(load_sample):
     result = SmallOpBatchnormFusionPass().dry_run(load_sample("bert_layernorm"))

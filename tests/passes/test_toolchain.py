@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.runtime.switch_file import skip_node_names_cfg
+from core.formats.switch_file import skip_node_names_cfg
 from passes.config import PassConfig
 from passes.registry import catalog, run_pipeline
 from passes.toolchain import (

@@ -11,10 +11,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from core import proto
-from core.graph import Graph, GraphEditor, TensorRef
-from core.nodes import make_const, make_node
-from core.provenance import Rewrite
+from core.graph import Graph, GraphEditor, TensorRef, proto
+from core.graph.nodes import make_const, make_node
+from core.graph.provenance import Rewrite
 from passes.amct.conv_bn import ConvBatchnormFusionPass
 from passes.amct.depthwise_bn import DepthwiseConvBatchnormFusionPass
 from passes.amct.op_bias_mul import OpBiasAddMulFusionPass

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from cli import main as cli_main
+from core.formats.loaders import load_model
 from core.graph import Graph
-from core.loaders import load_model
 from core.runtime.runner import RunnerProcess
 from passes import registry
 from passes.amct.conv_bn import ConvBatchnormFusionPass

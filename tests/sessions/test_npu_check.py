@@ -1,6 +1,6 @@
-"""Predicted vs actual as the window's table (session/npu_check.py's rows), and AMCT's folds on an NPU bundle's
-fused side: AMCT folded them before GE, so FE having nothing left to fold is agreement, not a disagreement, and
-the toolchain's records there name the folded graph's nodes."""
+"""Predicted vs actual as the window's table (gui/predicted_rows.py's rows of session/npu_check's report), and
+AMCT's folds on an NPU bundle's fused side: AMCT folded them before GE, so FE having nothing left to fold is
+agreement, not a disagreement, and the toolchain's records there name the folded graph's nodes."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import json
 import numpy as np
 import pytest
 
-from core.runtime.profile_import import import_run_file
-from core.runtime.remote import missing_results
+from core.ascend.profile_import import import_run_file
+from core.ascend.remote import missing_results
+from gui.predicted_rows import AGREED, DIFFERENT, EXTRA, MISSING, check_rows
 from passes.registry import run_pipeline
-from session.npu_check import AGREED, DIFFERENT, EXTRA, MISSING, check_imported, check_rows
+from session.npu_check import check_imported
 from tests.npu_artifacts import GE_ONLY_PASS, write_npu_run
 
 
@@ -27,7 +28,7 @@ def report_of(pipeline, path):
 
 
 def ledger_row(report, name="ConvBatchnormFusionPass"):
-    return next(r for r in report["ledger"] if r["pass"] == name)
+    return next(r for r in report.to_json()["ledger"] if r["pass"] == name)
 
 
 def write_bundle_results(root, pipeline, fe_ledger):
@@ -54,7 +55,7 @@ def test_amct_folds_on_a_bundles_fused_side_are_done_by_amct_before_ge(tmp_path,
     report = report_of(conv_bn, results)
     row = ledger_row(report)
     assert row["status"] == "agree" and row["note"].startswith("done by AMCT before GE: its 1 fold(s)")
-    assert report["summary"]["ledger_disagreements"] == 0
+    assert report.summary.ledger_disagreements == 0
     [table_row] = [r for r in check_rows(report) if r.pass_id == "ConvBatchnormFusionPass" and not r.originals]
     assert table_row.status == AGREED and "done by AMCT before GE" in table_row.detail
 
@@ -68,7 +69,7 @@ def test_amct_folds_on_a_bundles_fused_side_are_done_by_amct_before_ge(tmp_path,
 
     # the same fused side read on its own (not a bundle's: as if FE saw the model unfolded) disagrees twice
     alone = report_of(conv_bn, results / "fused")
-    assert ledger_row(alone)["status"] == "disagree" and alone["summary"]["ledger_disagreements"] == 1
+    assert ledger_row(alone)["status"] == "disagree" and alone.summary.ledger_disagreements == 1
     assert {r.status for r in check_rows(alone) if r.pass_id == "AutoFusePass"} == {DIFFERENT}
 
 

@@ -8,7 +8,7 @@ import shlex
 import pytest
 
 from cli import parse_args
-from core.loaders import load_model
+from core.formats.loaders import load_model
 from passes.config import PassConfig
 from passes.registry import run_pipeline
 from session.npu_export import export_npu_bundle, import_command

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.loaders import load_model
+from core.formats.loaders import load_model
 from passes.config import PassConfig
 from passes.registry import run_pipeline
 from session import Session, Stage

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.execute import random_feeds, run_graph
+from core.formats.execute import random_feeds, run_graph
 from core.graph import Graph
-from core.runtime.compare import pair_outputs
+from core.measure.compare import pair_outputs
 from passes.registry import PipelineResult
 
 # max |fused - original| / max |original| for float32 (measured: at most ~1e-6 on every zoo model)

@@ -1,0 +1,39 @@
+"""The two views of an edge: a NodeDef's input string (`TensorRef`) and a reader seen from its producer
+(`Consumer`)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class TensorRef:
+    """One input string of a NodeDef: `name`, `name:port` or `^name` (control)."""
+
+    node: str
+    port: int = 0
+    control: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> TensorRef:
+        if text.startswith("^"):
+            return cls(sys.intern(text[1:]), 0, True)
+        name, sep, port = text.rpartition(":")
+        if sep and port.isdigit():
+            return cls(sys.intern(name), int(port))
+        return cls(sys.intern(text), 0)
+
+    def __str__(self) -> str:
+        if self.control:
+            return f"^{self.node}"
+        return self.node if self.port == 0 else f"{self.node}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class Consumer:
+    """A data edge seen from its producer: `node` reads the tensor at input slot `index`."""
+
+    node: str
+    index: int
+    port: int

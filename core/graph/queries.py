@@ -1,0 +1,607 @@
+"""The graph and its queries: an immutable-by-convention view of a TF GraphDef with producer/consumer indexes.
+
+A pass never edits a NodeDef it received. It asks `graph.editor()` for a copy-on-write
+`GraphEditor`, changes that, and `build()`s a new `Graph`; the original stays untouched
+(`tests/core/test_graph.py` checks this by serialising before and after).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from array import array
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from core.errors import FuseLensError
+from core.graph import opdefs, proto
+from core.graph.edges import Consumer, TensorRef
+from core.graph.editor import GraphEditor
+from core.graph.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR, XLA_MUST_COMPILE_ATTR, FusedInfo
+from core.graph.order import kahn
+from core.graph.shapes import infer_static_shapes
+from core.graph.tables import NodeTable, Positions
+from core.graph.wire import SerializedGraphDef, node_records, record_head
+from core.wording import shown
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+# Ops that only forward their input unchanged: a constant behind them is still a constant.
+FORWARDING_OPS = frozenset({"Identity", "Snapshot", "StopGradient"})
+# Ops whose back edges legitimately close a cycle (TF1 while loops).
+LOOP_BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
+# Constants up to this size are decoded once per graph (Graph.const_value).
+CACHED_CONST_BYTES = 16 << 10
+# Nodes that are never a model output even when nothing consumes them.
+NON_OUTPUT_OPS = frozenset({"NoOp", "Const", "Assert", "VarHandleOp", "SaveV2", "RestoreV2"})
+
+
+class Graph:
+    """A GraphDef plus indexes. Treat as immutable; use `editor()` to derive a new graph.
+
+    A graph a pass built shares every NodeDef it did not change with the graph it came from (no
+    copy per pass), and writes its GraphDef only when asked (`graph_def`; `serialized()` and
+    `to_bytes()` serialize without it).
+    """
+
+    def __init__(self, graph_def: proto.GraphDef | SerializedGraphDef, *, source: str = "<graph>",
+                 validate: bool = True):
+        # A SerializedGraphDef (a .pb read) is kept as its bytes; its nodes are decoded when read.
+        self._graph_def: proto.GraphDef | SerializedGraphDef | None = graph_def
+        ids: dict[str, int] = {}
+        where = array("q")  # GraphDef position of each node (a later node of the same name wins)
+        duplicates: list[str] = []
+        for position, node in enumerate(graph_def.node):
+            name = sys.intern(node.name)  # one string per name, however many edges name it
+            i = ids.get(name)
+            if i is None:
+                ids[name] = len(where)
+                where.append(position)
+            else:
+                duplicates.append(name)
+                where[i] = position
+        self._index(NodeTable(ids, [graph_def.node], where), graph_def.library, graph_def.versions, source,
+                    validate, duplicates)
+
+    @classmethod
+    def _assembled(cls, nodes: NodeTable, library: proto.FunctionDefLibrary, versions: Any, source: str,
+                   validate: bool) -> Graph:
+        """A graph of these nodes (an editor's), with no GraphDef until one is asked for."""
+        graph = cls.__new__(cls)
+        graph._graph_def = None
+        graph._index(nodes, library, versions, source, validate)
+        return graph
+
+    def _index(self, nodes: NodeTable, library: proto.FunctionDefLibrary, versions: Any, source: str,
+               validate: bool, duplicates: Iterable[str] = ()) -> None:
+        """The edge indexes as int32 arrays over node ids (a node's position in GraphDef order), not as
+        Python objects per edge: a 20k-node graph's tuples of TensorRef and Consumer took ~5 MB, its
+        arrays take ~0.3. The small objects (`TensorRef`, `Consumer`) are made when asked for."""
+        self.library, self.versions, self.source = library, versions, source
+        self.nodes: Mapping[str, proto.NodeDef] = nodes
+        # Node ids: positions in GraphDef order; names an input reads that are no node (a graph read
+        # without validation) get the ids after them, so their readers are indexed too.
+        self._names: list[str] = list(nodes)
+        self._ids: dict[str, int] = nodes.ids
+        self._missing: dict[str, int] = {}
+        # Inputs in CSR form: node i's inputs are edges _in_start[i] .. _in_start[i + 1] - 1, each a
+        # producer id and a port (-1: a control input).
+        starts, producers, ports = array("i", [0]), array("i"), array("i")
+        ids, missing, names = self._ids, self._missing, self._names
+        # Each node's op as a code into the graph's list of op names: the passes ask for ops most (a third
+        # of their node reads), and a node read from bytes is decoded at each read; 4 B a node.
+        op_codes: dict[str, int] = {}
+        self._ops = array("i")
+        for node in self.nodes.values():
+            code = op_codes.get(node.op)
+            if code is None:
+                code = op_codes[node.op] = len(op_codes)
+            self._ops.append(code)
+            for text in node.input:
+                producer = ids.get(text) if ":" not in text and text[:1] != "^" else None
+                if producer is None:
+                    ref = TensorRef.parse(text)
+                    producer = ids.get(ref.node)
+                    if producer is None:
+                        producer = missing.get(ref.node)
+                        if producer is None:
+                            producer = missing[ref.node] = len(names)
+                            names.append(ref.node)
+                    ports.append(-1 if ref.control else ref.port)
+                else:
+                    ports.append(0)
+                producers.append(producer)
+            starts.append(len(producers))
+        self._in_start, self._in_node, self._in_port = starts, producers, ports
+        self._op_names = list(op_codes)
+        # Readers in CSR form: producer p's reading edges are _out_edge[_out_start[p] .. _out_start[p + 1] - 1],
+        # its data edges first, each kind in reader order then slot order (the order the inputs are listed).
+        node_ids = np.frombuffer(producers, dtype=np.int32)
+        control = np.frombuffer(ports, dtype=np.int32) < 0
+        order = np.argsort(node_ids.astype(np.int64) * 2 + control, kind="stable").astype(np.int32)
+        self._out_edge = array("i", order.tobytes())
+        self._out_start = array("i", [0])
+        self._out_start.frombytes(np.cumsum(np.bincount(node_ids, minlength=len(names)), dtype=np.int32).tobytes())
+        self._in_reader = array("i", np.repeat(np.arange(len(self.nodes), dtype=np.int32),
+                                               np.diff(np.frombuffer(starts, dtype=np.int32))).tobytes())
+        self._shapes: dict[tuple[str, int], tuple[int | None, ...] | None] | None = None
+        self._const_values: dict[str, np.ndarray] = {}
+        if validate:
+            self.validate(duplicates)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its bytes plus any shapes already known (the window's TensorFlow helper sends graphs); a
+        graph read from a .pb as its records were read (SerializedGraphDef.as_read)."""
+        graph_def = self._graph_def
+        data = graph_def.as_read() if isinstance(graph_def, SerializedGraphDef) else self.to_bytes()
+        return _unpickle_graph, (data, self.source, self._shapes)
+
+    @property
+    def graph_def(self) -> proto.GraphDef:
+        """The GraphDef; for a graph read from bytes, parsed now, and for one a pass built, written now (a copy
+        of every node); then kept."""
+        if isinstance(self._graph_def, SerializedGraphDef):
+            self._graph_def = self._graph_def.parsed()
+        if self._graph_def is None:
+            graph_def = proto.GraphDef()
+            graph_def.node.extend(self.nodes.values())
+            graph_def.library.CopyFrom(self.library)
+            graph_def.versions.CopyFrom(self.versions)
+            self._graph_def = graph_def
+        return self._graph_def
+
+    def to_bytes(self) -> bytes:
+        """The GraphDef serialized deterministically (see serialized())."""
+        return b"".join(self.serialized())
+
+    def serialized(self) -> Iterator[bytes]:
+        """The GraphDef serialized deterministically, in pieces, without writing the GraphDef first.
+
+        Nodes are GraphDef field 1, before every other field, so the bytes are each node's record
+        (tag and length, then the node) followed by the rest of the message serialized on its own.
+        A writer that takes the pieces one by one never holds a big graph's bytes whole.
+        """
+        if isinstance(self._graph_def, SerializedGraphDef):
+            yield from self._graph_def.serialized()
+            return
+        if self._graph_def is not None:
+            yield self._graph_def.SerializeToString(deterministic=True)
+            return
+        yield from node_records(node.SerializeToString(deterministic=True) for node in self.nodes.values())
+        # Then library (field 2) and versions (field 4), each set (so written even when empty) as
+        # `graph_def` sets them. The library goes a record at a time too (its functions, gradients and
+        # registered gradients, fields 1-3, in that order): serialized whole, a big graph's AutoFuse
+        # functions were two more copies of it in memory at once (the encoder's buffer and the bytes).
+        records = [(field, item) for field, items in ((1, self.library.function), (2, self.library.gradient),
+                                                      (3, self.library.registered_gradients)) for item in items]
+        yield record_head(2, sum(len(record_head(field, item.ByteSize())) + item.ByteSize()
+                                  for field, item in records))
+        for field, item in records:
+            payload = item.SerializeToString(deterministic=True)
+            yield record_head(field, len(payload))
+            yield payload
+        payload = self.versions.SerializeToString(deterministic=True)
+        yield record_head(4, len(payload))
+        yield payload
+
+    def adopt_shapes(self, shapes: dict[tuple[str, int], tuple[int | None, ...] | None]) -> None:
+        """Take output shapes computed elsewhere (TensorFlow's, core.formats.tfshapes.ensure_shapes)."""
+        self._shapes = dict(shapes)
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def from_bytes(cls, data: bytes, *, source: str = "<bytes>", validate: bool = True) -> Graph:
+        """The graph of a serialized GraphDef, kept as its bytes (see SerializedGraphDef)."""
+        return cls(SerializedGraphDef.read(data), source=source, validate=validate)
+
+    @classmethod
+    def from_nodes(cls, nodes: Iterable[proto.NodeDef], *, source: str = "<nodes>",
+                   validate: bool = True) -> Graph:
+        """A graph of these NodeDefs (tests and hand-built graphs)."""
+        graph_def = proto.GraphDef()
+        graph_def.node.extend(nodes)
+        return cls(graph_def, source=source, validate=validate)
+
+    def editor(self) -> GraphEditor:
+        return GraphEditor(self)
+
+    # ---- basic queries ------------------------------------------------------------------
+    def __contains__(self, name: object) -> bool:
+        return name in self.nodes
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __iter__(self) -> Iterator[proto.NodeDef]:
+        return iter(self.nodes.values())
+
+    def in_graph_order(self, names: Iterable[str]) -> list[str]:
+        """`names` in GraphDef order, in time linear in len(names) (not in the graph's size)."""
+        return sorted(set(names), key=self._ids.__getitem__)
+
+    def node(self, name: str) -> proto.NodeDef:
+        try:
+            return self.nodes[name]
+        except KeyError:
+            raise KeyError(f"no node named {name!r} in {self.source}") from None
+
+    def op(self, name: str) -> str:
+        try:
+            return self._op_names[self._ops[self._ids[name]]]
+        except KeyError:
+            raise KeyError(f"no node named {name!r} in {self.source}") from None
+
+    def op_type(self, name: str) -> str:
+        """The op a user thinks of: a fused call node's `_fused_op_type` (LayerNorm, AscBackend), else its op."""
+        node = self.node(name)
+        if FUSED_OP_TYPE_ATTR in node.attr:
+            return node.attr[FUSED_OP_TYPE_ATTR].s.decode()
+        return node.op
+
+    def fused_info(self, name: str) -> FusedInfo | None:
+        """The fusion record of a fused call node (None for any other node)."""
+        attrs = self.node(name).attr
+        if FUSION_PASS_ATTR not in attrs:
+            return None
+        return FusedInfo(pass_id=attrs[FUSION_PASS_ATTR].s.decode(),
+                         op_type=attrs[FUSED_OP_TYPE_ATTR].s.decode() if FUSED_OP_TYPE_ATTR in attrs else "",
+                         nodes=tuple(s.decode() for s in attrs[FUSED_NODES_ATTR].list.s)
+                         if FUSED_NODES_ATTR in attrs else (),
+                         function=self.node(name).op,
+                         xla=XLA_MUST_COMPILE_ATTR in attrs and attrs[XLA_MUST_COMPILE_ATTR].b)
+
+    def inputs(self, name: str) -> list[TensorRef]:
+        """Data inputs only, in slot order."""
+        i = self._ids[name]
+        names, start, end = self._names, self._in_start[i], self._in_start[i + 1]
+        return [TensorRef(names[producer], port)
+                for producer, port in zip(self._in_node[start:end], self._in_port[start:end]) if port >= 0]
+
+    def control_inputs(self, name: str) -> list[str]:
+        i = self._ids[name]
+        start, end = self._in_start[i], self._in_start[i + 1]
+        return [self._names[producer]
+                for producer, port in zip(self._in_node[start:end], self._in_port[start:end]) if port < 0]
+
+    def input_node(self, name: str, index: int) -> str:
+        return self.inputs(name)[index].node
+
+    def _reading_edges(self, name: str) -> array:
+        """The edges that read `name` (data first), empty for a name nothing reads."""
+        i = self._ids.get(name)
+        if i is None:
+            i = self._missing.get(name)
+            if i is None:
+                return array("i")
+        return self._out_edge[self._out_start[i]:self._out_start[i + 1]]
+
+    def consumers(self, name: str, port: int | None = None) -> list[Consumer]:
+        """Data consumers of a node's outputs (of one `port` if given)."""
+        found = []
+        for edge in self._reading_edges(name):
+            p = self._in_port[edge]
+            if p < 0:
+                break  # the control edges come last
+            if port is None or p == port:
+                reader = self._in_reader[edge]
+                found.append(Consumer(self._names[reader], edge - self._in_start[reader], p))
+        return found
+
+    def control_consumers(self, name: str) -> list[str]:
+        return [self._names[self._in_reader[edge]] for edge in self._reading_edges(name) if self._in_port[edge] < 0]
+
+    def consumer_nodes(self, name: str) -> list[str]:
+        """Distinct nodes that read any output of `name` (data or control), in graph order."""
+        names, readers = self._names, self._in_reader
+        return list(dict.fromkeys([names[readers[edge]] for edge in self._reading_edges(name)]))
+
+    def attr(self, name: str, key: str, default: Any = None) -> Any:
+        """A node attribute as a Python value (s decoded, lists as lists, tensors as arrays)."""
+        node = self.node(name)
+        if key not in node.attr:
+            return default
+        return attr_value(node.attr[key])
+
+    # ---- constants ----------------------------------------------------------------------
+    def const_chain(self, name: str, *, through: Collection[str] = FORWARDING_OPS) -> list[str] | None:
+        """`name` and the nodes down to the Const whose value it carries; None when it carries none.
+
+        The one definition of "is a constant" (is_const, const_source and const_value ask it).
+        Forwarding ops pass a constant on (a frozen ReadVariableOp is an Identity); a pass may
+        widen `through`, e.g. with Reshape, whose other inputs (shape, axis) must then be
+        constants themselves. The chain is what a fold of the value touches.
+        """
+        chain: list[str] = []
+        while name in self.nodes and name not in chain:
+            chain.append(name)
+            op = self._op_names[self._ops[self._ids[name]]]
+            if op == "Const":
+                return chain
+            inputs = self.inputs(name)
+            if op not in through or not inputs or not all(self.is_const(ref.node) for ref in inputs[1:]):
+                return None
+            name = inputs[0].node
+        return None
+
+    def const_source(self, name: str, *, through: Collection[str] = FORWARDING_OPS) -> str | None:
+        """The Const node behind `name` (see const_chain), or None."""
+        chain = self.const_chain(name, through=through)
+        return chain[-1] if chain else None
+
+    def is_const(self, name: str, *, through: Collection[str] = FORWARDING_OPS) -> bool:
+        """Whether `name` carries a Const's value (see const_chain)."""
+        return self.const_chain(name, through=through) is not None
+
+    def const_value(self, name: str) -> np.ndarray | None:
+        """The value `name` forwards unchanged from a Const (a pass that reshapes computes its own), read-only.
+
+        Passes ask for the same small constants many times (a BatchNorm's statistics by the check, the
+        details, the explanation and the fold), so values up to CACHED_CONST_BYTES are decoded once per
+        graph and shared; larger ones (weights) are decoded per call and not kept.
+        """
+        source = self.const_source(name)
+        if source is None:
+            return None
+        value = self._const_values.get(source)
+        if value is None:
+            value = proto.tensor_to_ndarray(self.nodes[source].attr["value"].tensor)
+            value.flags.writeable = False
+            if value.nbytes <= CACHED_CONST_BYTES:
+                self._const_values[source] = value
+        return value
+
+    # ---- model interface ----------------------------------------------------------------
+    def placeholders(self) -> list[str]:
+        """From the op codes, no node decoded: the window asks on the GUI thread when a model opens."""
+        if "Placeholder" not in self._op_names:
+            return []
+        code = self._op_names.index("Placeholder")
+        return [self._names[i] for i, op in enumerate(self._ops) if op == code]
+
+    def outputs(self) -> list[str]:
+        """Nodes whose data nothing reads: what a user of the frozen graph fetches."""
+        return [
+            n.name
+            for n in self
+            if n.op not in NON_OUTPUT_OPS and n.op != "Placeholder" and not self.consumers(n.name)
+        ]
+
+    def placeholder_spec(self, name: str) -> tuple[str, tuple[int | None, ...] | None]:
+        """(dtype name, shape) of a Placeholder; shape None when the rank is unknown."""
+        node = self.node(name)
+        shape = proto.shape_tuple(node.attr["shape"].shape) if "shape" in node.attr else None
+        return proto.dtype_name(node.attr["dtype"].type), shape
+
+    # ---- shapes and dtypes ------------------------------------------------------------
+    def output_shape(self, name: str, port: int = 0) -> tuple[int | None, ...] | None:
+        """Static shape of an output: as `_output_shapes` records it, as the TensorFlow helper inferred it
+        (adopt_shapes), else as core.graph.shapes derives it from Placeholder shapes and Const values; None
+        where none of them knows it. Never imports TensorFlow.
+
+        Samples carry `_output_shapes`, and then one node's are read from its attribute (no table of every
+        shape of every graph a pass built); a bare .pb's are derived once per graph, when first asked.
+        """
+        if self._shapes is None and self.records_shapes:
+            shapes = self.recorded_shapes(name) or []
+            return shapes[port] if port < len(shapes) else None
+        return (self._shapes if self._shapes is not None else self._static_shapes).get((name, port))
+
+    def known_shapes(self) -> dict[tuple[str, int], tuple[int | None, ...] | None] | None:
+        """Every output's shape when known without further work (recorded or adopted), else None (see
+        core.formats.tfshapes.ensure_shapes, which asks TensorFlow)."""
+        if self._shapes is None:
+            self._shapes = self._shapes_from_attrs()
+        return self._shapes
+
+    @cached_property
+    def _static_shapes(self) -> dict[tuple[str, int], tuple[int | None, ...] | None]:
+        return infer_static_shapes(self)
+
+    def recorded_shapes(self, name: str) -> list[tuple[int | None, ...] | None] | None:
+        """A node's output shapes as its `_output_shapes` records them; None when it records none
+        (never asks TensorFlow, so a pass can carry shapes over to the nodes it creates for free)."""
+        node = self.node(name)
+        if "_output_shapes" not in node.attr:
+            return None
+        return [proto.shape_tuple(shape) for shape in node.attr["_output_shapes"].list.shape]
+
+    @property
+    def shapes_ready(self) -> bool:
+        """True once every output shape is known without further work (see known_shapes)."""
+        return self._shapes is not None or self.records_shapes
+
+    @cached_property
+    def records_shapes(self) -> bool:
+        """True when every node carries `_output_shapes` (samples, frozen Keras and SavedModels do)."""
+        return all("_output_shapes" in node.attr or node.op == "NoOp" for node in self)
+
+    def output_dtype(self, name: str, port: int = 0) -> int:
+        """DataType enum of an output, from the op's definition (no TensorFlow: core/graph/opdefs.py)."""
+        return self.node_outputs(name)[port].dtype
+
+    def node_outputs(self, name: str) -> list[opdefs.Output]:
+        """A node's output tensors in port order: output argument, index in it, dtype."""
+        node = self.node(name)
+        return opdefs.op_info(node.op, self.functions).node_outputs(node)
+
+    def _shapes_from_attrs(self) -> dict[tuple[str, int], tuple[int | None, ...] | None] | None:
+        if not self.records_shapes:
+            return None
+        shapes: dict[tuple[str, int], tuple[int | None, ...] | None] = {}
+        for node in self:
+            if "_output_shapes" not in node.attr:
+                continue
+            for port, shape in enumerate(node.attr["_output_shapes"].list.shape):
+                shapes[(node.name, port)] = proto.shape_tuple(shape)
+        return shapes
+
+    # ---- structure ----------------------------------------------------------------------
+    @cached_property
+    def functions(self) -> Mapping[str, proto.FunctionDef]:
+        """The library's functions by name (do not modify)."""
+        return {f.signature.name: f for f in self.library.function}
+
+    @cached_property
+    def fingerprint(self) -> str:
+        digest = hashlib.sha1()
+        for piece in self.serialized():
+            digest.update(piece)
+        return digest.hexdigest()
+
+    def op_histogram(self) -> dict[str, int]:
+        counts: dict[str, int] = defaultdict(int)
+        for name in self.nodes:
+            counts[self.op_type(name)] += 1
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def edge_count(self) -> int:
+        return len(self._in_node)
+
+    def topological_order(self) -> list[str]:
+        """Nodes in topological_sort() order over data and control edges, minus TF1 while-loop back
+        edges (out of LOOP_BACK_EDGE_OPS); GraphDef order among ready nodes. Computed once per graph."""
+        return [self._names[i] for i in self._topological[0]]
+
+    def topological_index(self) -> Mapping[str, int]:
+        """Each node's position in topological_order() (nodes on or after a cycle have none)."""
+        return Positions(self._ids, self._topological[1])
+
+    @cached_property
+    def _topological(self) -> tuple[array, array]:
+        """(node ids in topological_order(), each node's position in it or -1): topological_sort()'s
+        Kahn order, on the arrays (the same order: among ready nodes the first in GraphDef order)."""
+        count = len(self.nodes)
+        loop = [self._op_names[code] in LOOP_BACK_EDGE_OPS for code in self._ops]
+        waiting = [0] * count
+        readers, out_edge, out_start = self._in_reader, self._out_edge, self._out_start
+        for producer, reader in zip(self._in_node, readers):
+            if producer < count and not loop[producer]:
+                waiting[reader] += 1
+        order = array("i")
+        kahn(waiting, lambda i: () if loop[i] else (readers[e] for e in out_edge[out_start[i]:out_start[i + 1]]),
+              order)
+        positions = array("i", [-1]) * count
+        for position, i in enumerate(order):
+            positions[i] = position
+        return order, positions
+
+    def _position(self, name: str) -> int:
+        """`name`'s position in topological_order(), -1 when it has none."""
+        i = self._ids.get(name)
+        return -1 if i is None else self._topological[1][i]
+
+    def reaches(self, sources: Iterable[str], targets: Collection[str]) -> tuple[str, str] | None:
+        """Whether a path along data or control edges leads from one of `sources` into `targets`:
+        (the first such source, the last node before the target it enters), else None.
+
+        Sources are tried in order. Nodes after every target in topological order are not
+        walked (only a loop back edge could lead back from there), and a node walked once is
+        not walked again, so a call is linear in the graph. Back edges between walked nodes
+        are followed: a group that would swallow part of a loop frame counts as a cycle.
+        """
+        position = self._position
+        limit = max((position(t) for t in targets), default=-1)
+        seen: set[str] = set()
+        for source in sources:
+            stack = [source]
+            while stack:
+                name = stack.pop()
+                if name in seen or not 0 <= position(name) <= limit:
+                    continue
+                seen.add(name)
+                for reader in self.consumer_nodes(name):
+                    if reader in targets:
+                        return source, name
+                    stack.append(reader)
+        return None
+
+    def contraction_cycle(self, group: Iterable[str]) -> tuple[str, str, str] | None:
+        """A path that leaves `group` and comes back into it, so that contracting the group into one
+        node would close a cycle: (the member it leaves, its first and its last node outside).
+
+        Members are tried in topological order, each one's readers in graph order; None when safe.
+        """
+        members = set(group)
+        exits: dict[str, str] = {}  # first node outside -> the member it reads
+        for member in sorted(members, key=self._position):
+            for reader in self.consumer_nodes(member):
+                if reader not in members:
+                    exits.setdefault(reader, member)
+        found = self.reaches(exits, members)
+        if found is None:
+            return None
+        first, last = found
+        return exits[first], first, last
+
+    def to_networkx(self, *, control: bool = True) -> nx.MultiDiGraph:
+        import networkx as nx
+
+        g = nx.MultiDiGraph()
+        for node in self:
+            g.add_node(node.name, op=node.op)
+        for edge, (producer, port) in enumerate(zip(self._in_node, self._in_port)):
+            if port < 0 and not control:
+                continue
+            reader = self._in_reader[edge]
+            g.add_edge(self._names[producer], self._names[reader], port=max(port, 0),
+                       index=edge - self._in_start[reader], control=port < 0)
+        return g
+
+    def validate(self, duplicates: Iterable[str] = ()) -> None:
+        """Raise one FuseLensError listing what makes this graph unusable."""
+        problems: list[str] = []
+        duplicates = sorted(set(duplicates))
+        if duplicates:
+            problems.append(f"duplicate node names: {', '.join(shown(d) for d in duplicates[:5])}")
+        if not self.nodes:
+            problems.append("the graph has no nodes")
+        count = len(self.nodes)
+        dangling = [
+            f"{shown(self._names[reader])} -> {shown(TensorRef(self._names[producer], max(port, 0), port < 0))}"
+            for producer, port, reader in zip(self._in_node, self._in_port, self._in_reader) if producer >= count
+        ]
+        if dangling:
+            more = f" (+{len(dangling) - 3} more)" if len(dangling) > 3 else ""
+            problems.append(f"inputs name missing nodes: {'; '.join(dangling[:3])}{more}")
+        if not problems and len(self.topological_order()) != len(self.nodes):
+            problems.append("the graph has a cycle outside a TensorFlow while loop")
+        if problems:
+            raise FuseLensError(f"{self.source}: " + "; ".join(problems))
+
+
+def _unpickle_graph(data: bytes, source: str, shapes: Any) -> Graph:
+    graph = Graph.from_bytes(data, source=source, validate=False)
+    graph._shapes = shapes
+    return graph
+
+
+def attr_value(value: proto.AttrValue) -> Any:
+    """An AttrValue as plain Python: bytes decoded, lists as lists, tensors as numpy arrays."""
+    kind = value.WhichOneof("value")
+    if kind == "s":
+        return value.s.decode("utf-8", "replace")
+    if kind in ("i", "f", "b", "type"):
+        return getattr(value, kind)
+    if kind == "shape":
+        return proto.shape_tuple(value.shape)
+    if kind == "tensor":
+        return proto.tensor_to_ndarray(value.tensor)
+    if kind == "func":
+        return value.func.name
+    if kind == "list":
+        lst = value.list
+        for field in ("s", "i", "f", "b", "type", "shape"):
+            items = list(getattr(lst, field))
+            if items:
+                if field == "s":
+                    return [x.decode("utf-8", "replace") for x in items]
+                if field == "shape":
+                    return [proto.shape_tuple(x) for x in items]
+                return items
+        return []
+    return None

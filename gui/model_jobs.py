@@ -1,0 +1,78 @@
+"""The session's jobs that use TensorFlow, run by the window's TensorFlow helper in workers: loading a
+model, and fusion then shape inference on both graphs, those two one at a time in ONE worker slot so
+they never overlap. TensorFlow never runs in the window's own process."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+from functools import partial
+
+from PySide6.QtWidgets import QStatusBar
+
+from core.formats.loaders import LoadedModel
+from gui.workers import WorkerPool
+from passes.registry import PipelineResult
+from session import FusionJob, Session
+from session.tensorflow_helper import TensorFlowHelper
+
+TF_SLOT = "tf"  # the one worker slot for work that uses TensorFlow
+
+
+class ModelJobs:
+    """Loads and fuses; `on_shapes()` once a fusion's graphs have their shapes, `on_error(title, text)` when a
+    job failed."""
+
+    def __init__(self, session: Session, workers: WorkerPool, tensorflow: TensorFlowHelper, status: QStatusBar,
+                 on_shapes: Callable[[], None], on_error: Callable[[str, str], None]):
+        self.session, self.workers, self.tensorflow, self.status = session, workers, tensorflow, status
+        self.on_shapes, self.on_error = on_shapes, on_error
+
+    def load(self, spec: str, on_loaded: Callable[[LoadedModel], None]) -> None:
+        def load(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> LoadedModel:
+            model = self.tensorflow.load(spec, progress, cancelled)
+            # Walked here rather than on the GUI thread, where the first layout asks: every node's attrs
+            # (45 ms on the 20k graph, beside the layout worker: most of the longest stall while opening).
+            _ = model.graph.records_shapes
+            return model
+
+        self.workers.start("load", f"loading {spec}", load, on_finished=on_loaded, on_error=self._load_failed,
+                           on_cancelled=self.session.load_failed)
+
+    def _load_failed(self, text: str) -> None:
+        self.session.load_failed()
+        self.on_error("Cannot open model", text)
+
+    def fuse(self, job: FusionJob) -> None:
+        def fuse(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> PipelineResult:
+            pipeline = self.tensorflow.fuse(job, progress, cancelled)
+            # Composed or walked when first read, here rather than on the GUI thread: the provenance (37 ms
+            # on the 20k graph) and whether the fused graph records every shape (a pass over its nodes).
+            _ = pipeline.provenance, pipeline.fused.records_shapes
+            # The results live until the next fusion: out of the garbage collector's view, as a pane's
+            # shown graph is (see Pane._show). Collections over the 20k graph's ~5k records as the match
+            # list built their rows held the interpreter lock for up to 120 ms.
+            gc.freeze()
+            return pipeline
+
+        self.workers.start(TF_SLOT, "fusion", fuse, on_finished=lambda pipeline: self._fused(job, pipeline),
+                           on_error=lambda text: self._failed(job, "Fusion failed", text),
+                           on_cancelled=lambda: self.session.job_failed(job),
+                           on_progress=self.status.showMessage)
+
+    def _fused(self, job: FusionJob, pipeline: PipelineResult) -> None:
+        if not self.session.fusion_done(job, pipeline):
+            return  # superseded by a newer configuration or model
+        shapes = partial(self.tensorflow.infer_shapes, [pipeline.original, pipeline.fused])
+        self.workers.start(TF_SLOT, "shape inference", shapes, on_finished=lambda _: self._shaped(job),
+                           on_error=lambda text: self._failed(job, "Shape inference failed", text),
+                           on_cancelled=lambda: self.session.job_failed(job),
+                           on_progress=self.status.showMessage)
+
+    def _shaped(self, job: FusionJob) -> None:
+        if self.session.shapes_done(job):
+            self.on_shapes()
+
+    def _failed(self, job: FusionJob, title: str, text: str) -> None:
+        if self.session.job_failed(job):
+            self.on_error(title, text)
