@@ -8,10 +8,14 @@ A Mul by a scalar is the same fold with s scalar and no shift.
 The fold keeps the op's name (a modified node), gives it a new filter Const, and gives the chain a
 BiasAdd with a new bias Const (the existing BiasAdd, modified, or a new one). The old weights are
 pruned by the engine once nothing reads them.
+
+The folded values are computed wide (wide_dtype) and cast once into the weights' dtype; a fold
+whose values that dtype cannot hold is refused (fit_problem), so a float16 filter never becomes inf.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -183,24 +187,137 @@ def out_channels(graph: Graph, chain: Chain) -> int:
     return int(shape[2] * shape[3]) if graph.op(chain.op) == "DepthwiseConv2dNative" else int(shape[-1])
 
 
-def scale_filter(op_type: str, weights: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """W * s along the output channel; a depthwise filter [kh, kw, in, mult] has channel in*mult+m."""
-    if scale.ndim == 0:
-        return weights * scale
-    if op_type == "DepthwiseConv2dNative":
-        return weights * scale.reshape(weights.shape[2], weights.shape[3])
-    return weights * scale
+def channel_scale(op_type: str, filter_shape: tuple[int, ...], scale: np.ndarray) -> np.ndarray:
+    """s shaped to multiply W along its output channel; a depthwise filter [kh, kw, in, mult] has channel
+    in*mult+m."""
+    if scale.ndim and op_type == "DepthwiseConv2dNative":
+        return scale.reshape(filter_shape[2], filter_shape[3])
+    return scale
+
+
+def wide_dtype(dtype: np.dtype) -> np.dtype:
+    """Where a fold into `dtype` weights is computed, so that nothing overflows or underflows before the
+    one cast at the end: float64 for float16, bfloat16 and float32 (their products and quotients stay
+    far inside its range), extended precision (np.longdouble) for float64 and complex128, and Python
+    integers for integer weights (exact at any size)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        return np.dtype(object)
+    if dtype in (np.float64, np.complex128):
+        return np.result_type(dtype, np.longdouble)
+    return np.result_type(dtype, np.float64)
+
+
+def dtype_info(dtype: np.dtype) -> Any:
+    """numpy's finfo / iinfo of a weight dtype; ml_dtypes' for bfloat16, float8 and int4, which numpy lacks
+    (imported here: a model holding such weights has loaded it already)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        return np.iinfo(dtype)
+    if dtype.kind in "fc":
+        return np.finfo(dtype)
+    import ml_dtypes
+
+    try:
+        return ml_dtypes.finfo(dtype)
+    except ValueError:
+        return ml_dtypes.iinfo(dtype)
+
+
+def short(value: float, digits: int = 2) -> str:
+    """A magnitude in `digits` significant digits, its exponent unpadded: 7.1e5, 3.2e-9, 0.25, 65504."""
+    return re.sub(r"e([+-])0*(\d)", lambda m: f"e{'-' if m[1] == '-' else ''}{m[2]}", f"{value:.{digits}g}")
+
+
+def fit_problem(exact: np.ndarray, dtype: np.dtype, what: str, finite_inputs: np.ndarray | bool = True) -> str | None:
+    """Why `dtype` cannot hold `exact` (computed in wide_dtype(dtype)), in words; None when it can.
+
+    Refused: an integer beyond the dtype's range; a float that becomes inf where the inputs were
+    finite; a meaningful value that the dtype flushes to 0 or keeps only as a subnormal with a
+    relative error above its epsilon. Meaningful means |v| > eps * max|tensor|: casting the
+    tensor's largest value already costs up to eps/2 * max, so losing a smaller value leaves the
+    tensor no less accurate (in max-norm) than the cast itself does; losing a larger one does not.
+    A normal value is always cast within eps/2, so only values below the smallest normal can fail.
+    """
+    info, name = dtype_info(dtype), np.dtype(dtype).name
+    if not hasattr(info, "eps"):  # integers: exact Python ints, checked against the range
+        low, high = (exact.min(), exact.max()) if exact.size else (0, 0)
+        if low < info.min or high > info.max:
+            return f"{what} reaches {low if low < info.min else high}, beyond {name}'s range [{info.min}, {info.max}]"
+        return None
+    with np.errstate(all="ignore"):
+        cast = exact.astype(dtype)
+        error = np.abs(cast.astype(exact.dtype) - exact)
+    magnitude = np.abs(exact)
+    finite = np.isfinite(magnitude) & finite_inputs
+    overflow = finite & ~np.isfinite(error)
+    if overflow.any():
+        return f"{what} reaches {short(magnitude[overflow].max())}, beyond {name}'s {short(float(info.max), 6)}"
+    largest = magnitude[finite].max(initial=0)
+    lost = finite & (magnitude > info.eps * largest) & (error > info.eps * magnitude)
+    if lost.any():
+        fate = "flushes to 0" if (cast[lost] == 0).any() else "keeps only as subnormals"
+        return (f"{what} has values down to {short(magnitude[lost].min())} (its largest is {short(largest)}) that "
+                f"{name} {fate} (its smallest normal is {short(float(info.smallest_normal))})")
+    return None
 
 
 def folded_bias(graph: Graph, chain: Chain, affine: Affine) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """(bias before, bias after) of the chain; None when the chain has no bias and gets none."""
-    before = constant_value(graph, chain.bias).astype(np.float64) if chain.bias else None
+    """(bias before, bias after in wide_dtype) of the chain; None when the chain has no bias and gets none."""
+    before = constant_value(graph, chain.bias) if chain.bias else None
     if before is None and affine.shift is None:
         return None, None
-    after = (before if before is not None else 0.0) * affine.scale
-    if affine.shift is not None:
-        after = after + affine.shift
+    wide = wide_dtype(bias_dtype(graph, chain))
+    with np.errstate(all="ignore"):
+        after = (before.astype(wide) if before is not None else 0) * affine.scale.astype(wide)
+        if affine.shift is not None:
+            after = after + affine.shift.astype(wide)
     return before, np.asarray(after)
+
+
+def bias_dtype(graph: Graph, chain: Chain) -> np.dtype:
+    """The dtype of the chain's bias, old or new: the op's T (TensorFlow makes filter, bias and BiasAdd share it)."""
+    return proto.np_dtype(graph.node(chain.op).attr["T"].type)
+
+
+def folded_filter(graph: Graph, chain: Chain, affine: Affine, weights: np.ndarray) -> np.ndarray:
+    """W' = W * s in wide_dtype(W) (multiplied in place: a large filter is copied once)."""
+    wide = wide_dtype(weights.dtype)
+    scaled = weights.astype(wide)
+    with np.errstate(all="ignore"):
+        np.multiply(scaled, channel_scale(graph.op(chain.op), weights.shape, affine.scale.astype(wide)), out=scaled)
+    return scaled
+
+
+def surely_fits(weights: np.ndarray, scale: np.ndarray) -> bool:
+    """A cheap sufficient condition for fit_problem() to accept W * s, from each output channel's largest and
+    smallest nonzero |W| (no folded copy of W is made): every folded value lies well inside the normal
+    range of W's dtype (a factor 2 from either end, so no rounding of the bound matters)."""
+    info, channels = dtype_info(weights.dtype), max(int(scale.size), 1)
+    columns = np.abs(weights.reshape(-1, channels))  # column c is output channel c (depthwise: in * mult + m)
+    if columns.dtype.kind != "f":  # bfloat16, integers: numpy's reductions want a numpy float
+        columns = columns.astype(np.float64)
+    factor = np.abs(np.asarray(scale, np.float64)).reshape(-1)
+    with np.errstate(all="ignore"):
+        largest = columns.max(axis=0, initial=0).astype(np.float64) * factor
+        smallest = np.min(columns, axis=0, where=columns > 0, initial=np.inf).astype(np.float64) * factor
+    if not hasattr(info, "eps"):
+        return bool((largest < float(info.max) / 2).all())
+    return bool((largest < float(info.max) / 2).all() and (smallest >= 2 * float(info.smallest_normal)).all())
+
+
+def fold_refusal(graph: Graph, chain: Chain, affine: Affine, folded: str) -> Reason | None:
+    """Why folding `folded` (a BatchNorm, a Mul) into the chain gives weights their dtype cannot hold, or None."""
+    weights = constant_value(graph, chain.filter)
+    problem = None
+    if not surely_fits(weights, affine.scale):
+        finite = True if weights.dtype.kind in "iu" else np.isfinite(weights.astype(wide_dtype(weights.dtype)))
+        problem = fit_problem(folded_filter(graph, chain, affine, weights), weights.dtype, "the folded filter", finite)
+    before, bias = folded_bias(graph, chain, affine)
+    if problem is None and bias is not None:
+        finite = True if before is None or bias.dtype.kind == "O" else np.isfinite(before.astype(bias.dtype))
+        problem = fit_problem(bias, bias_dtype(graph, chain), "the folded bias", finite)
+    return None if problem is None else Reason(f"folding {folded} into {chain.op}: {problem}", chain.filter, folded)
 
 
 def preview(values: np.ndarray | float | None) -> list[float] | float | None:
@@ -241,16 +358,16 @@ class Folded:
 def fold_into_chain(graph: Graph, editor: GraphEditor, chain: Chain, affine: Affine) -> Folded:
     """Write W' and b' as new Consts; the op keeps its name, the chain ends in a BiasAdd if b' exists."""
     weights = constant_value(graph, chain.filter)
-    compute = np.promote_types(weights.dtype, np.float32)  # fp16 weights are scaled in fp32, then cast back
-    scaled = scale_filter(graph.op(chain.op), weights.astype(compute, copy=False), affine.scale.astype(compute))
-    new_filter = _add_const(editor, f"{chain.op}/folded_filter", scaled.astype(weights.dtype), after=chain.op)
+    _, bias = folded_bias(graph, chain, affine)
+    with np.errstate(all="ignore"):  # inf and NaN only where the weights had them: fold_refusal() checked
+        scaled = folded_filter(graph, chain, affine, weights).astype(weights.dtype)
+        bias = None if bias is None else bias.astype(bias_dtype(graph, chain))
+    new_filter = _add_const(editor, f"{chain.op}/folded_filter", scaled, after=chain.op)
     editor.set_input(chain.op, FILTER_SLOT, new_filter)
     done = Folded(chain.op, [chain.op], [new_filter])
-    _, bias = folded_bias(graph, chain, affine)
     if bias is None:
         return done
-    dtype = constant_value(graph, chain.bias).dtype if chain.bias else weights.dtype
-    new_bias = _add_const(editor, f"{chain.op}/folded_bias", bias.astype(dtype), after=chain.output)
+    new_bias = _add_const(editor, f"{chain.op}/folded_bias", bias, after=chain.output)
     done.created.append(new_bias)
     if chain.bias_add:
         editor.set_input(chain.bias_add, 1, new_bias)
@@ -312,6 +429,10 @@ class BatchnormFoldPass(AmctPass):
             if not affine.finite():
                 yield NearMiss(self.id, bn, nodes, f"folding {bn} gives NaN or Inf (variance + epsilon <= 0)",
                                Culprit((graph.input_node(bn, 4),)))
+                continue
+            reason = fold_refusal(graph, chain, affine, bn)
+            if reason:
+                yield NearMiss(self.id, bn, nodes, reason)
                 continue
             yield Match(self.id, bn, nodes, (bn,), f"fold {bn} into {chain.op}",
                         bindings={"op": chain.op, "bn": bn, "filter": chain.filter,

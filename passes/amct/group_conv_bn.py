@@ -19,6 +19,7 @@ from passes.amct.folding import (
     find_chain,
     fold_details,
     fold_into_chain,
+    fold_refusal,
     non_constant,
     out_channels,
     preview,
@@ -90,12 +91,18 @@ class GroupConvBatchnormFusionPass(AmctPass):
                 yield NearMiss(self.id, bn, group.nodes, f"folding {bn} gives NaN or Inf (variance + epsilon <= 0)",
                                Culprit((graph.input_node(bn, 4),)))
                 continue
-            branches, start = [], 0
+            parts, start = [], 0
             for chain in group.branches:
                 stop = start + out_channels(graph, chain)
-                part = fold_details(graph, chain, affine.part(start, stop))
-                branches.append({**part, "channel_range": [start, stop]})
+                parts.append((chain, start, stop))
                 start = stop
+            reason = next(filter(None, (fold_refusal(graph, chain, affine.part(start, stop), bn)
+                                        for chain, start, stop in parts)), None)
+            if reason:
+                yield NearMiss(self.id, bn, group.nodes, reason)
+                continue
+            branches = [{**fold_details(graph, chain, affine.part(start, stop)), "channel_range": [start, stop]}
+                        for chain, start, stop in parts]
             yield Match(self.id, bn, group.nodes, (bn,),
                         f"fold {bn} into the {len(group.branches)} branches of {concat}",
                         bindings={"bn": bn, "concat": concat, "split": graph.input_node(group.branches[0].op, 0)},

@@ -18,6 +18,7 @@ from passes.amct.folding import (
     find_chain,
     fold_details,
     fold_into_chain,
+    fold_refusal,
     non_constant,
     preview,
     replace_node,
@@ -67,9 +68,13 @@ class OpBiasAddMulFusionPass(AmctPass):
             if reason:
                 yield NearMiss(self.id, mul, nodes, reason)
                 continue
-            affine = Affine(np.asarray(value, np.float64))
+            affine = Affine(np.asarray(value))  # in its own dtype: an integer factor stays exact
             if not affine.finite():
                 yield NearMiss(self.id, mul, nodes, f"{factor} is NaN or Inf", Culprit((factor,)))
+                continue
+            reason = fold_refusal(graph, chain, affine, mul)
+            if reason:
+                yield NearMiss(self.id, mul, nodes, reason)
                 continue
             yield Match(self.id, mul, nodes, (mul,), f"fold {mul} (x {preview(value)}) into {chain.op}",
                         bindings={"op": chain.op, "mul": mul, "factor": factor, "filter": chain.filter,
@@ -90,7 +95,7 @@ class OpBiasAddMulFusionPass(AmctPass):
     def rewrite(self, graph: Graph, editor: GraphEditor, found: Match) -> Rewrite:
         b = found.bindings
         chain = Chain(b["op"], b["filter"], b.get("bias_add"), b.get("bias"))
-        done = fold_into_chain(graph, editor, chain, Affine(np.asarray(constant_value(graph, b["factor"]), np.float64)))
+        done = fold_into_chain(graph, editor, chain, Affine(np.asarray(constant_value(graph, b["factor"]))))
         removed, kept = replace_node(graph, editor, b["mul"], done.output)
         return Rewrite(self.id, found.index, removed=removed, modified=(*done.modified, *kept),
                        created=tuple(done.created))

@@ -21,7 +21,16 @@ from core.graph import Graph, GraphEditor, TensorRef, proto
 from core.graph.nodes import make_const, make_node
 from core.graph.provenance import Rewrite
 from passes.amct.explain import GLYPHS
-from passes.amct.folding import CONV_TYPES, AmctPass, constant_value, find_chain, preview, replace_node
+from passes.amct.folding import (
+    CONV_TYPES,
+    AmctPass,
+    batchnorm_affine,
+    constant_value,
+    find_chain,
+    fit_problem,
+    preview,
+    replace_node,
+)
 from passes.amct.sources import AMCT_DOC, FE_CONV3D_BN
 from passes.base import Match, NearMiss, Reason, reading_edge
 from passes.explain import display_number, saved_nodes, tensor_bytes
@@ -160,6 +169,22 @@ class SmallOpBatchnormFusionPass(AmctPass):
             if role in b and per_channel(constant_value(graph, b[role]), shape[-1]) is None:
                 return Reason(f"the {role} {b[role]} has shape {list(constant_value(graph, b[role]).shape)}, not one "
                               f"value per channel of the last axis ({shape[-1]})", b[role])
+        return self._dtype_refusal(graph, b)
+
+    @staticmethod
+    def _dtype_refusal(graph: Graph, b: dict[str, str]) -> Reason | None:
+        """The small ops compute the scale and shift in the graph's dtype, FusedBatchNormV3 in float32: where
+        that dtype cannot hold them (float16 overflows at 65504), fusing would change the numbers."""
+        dtype = proto.np_dtype(graph.node(b["mul_x"]).attr["T"].type)
+        values = {role: constant_value(graph, b[role]) if role in b else DEFAULTS[role] for role in PARAMS}
+        affine = batchnorm_affine(**values, epsilon=float(constant_value(graph, b["epsilon"]).reshape(())))
+        scope = b["rsqrt"].rsplit("/", 1)[0]
+        for what, exact in (("scale gamma / sqrt(variance + epsilon)", affine.scale),
+                            ("shift beta - mean * scale", affine.shift)):
+            problem = fit_problem(np.asarray(exact), dtype, f"the {what} of {scope}")
+            if problem:
+                return Reason(f"{problem}: the small ops compute it in {np.dtype(dtype).name}, FusedBatchNormV3 in "
+                              "float32, so fusing would change the numbers", b.get("inv", b["rsqrt"]))
         return None
 
     def rewrite(self, graph: Graph, editor: GraphEditor, found: Match) -> Rewrite:
