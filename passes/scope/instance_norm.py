@@ -15,7 +15,8 @@ class ScopeInstanceNormPass(ScopeRulePass):
     title = "InstanceNorm scope -> InstanceNorm"
     description = ("Sibling scopes X/instancenorm (Sub 1, Rsqrt 1, Mul 3, no Identity) and X/moments "
                    "(Mean 2, SquaredDifference 1, no Squeeze) become one InstanceNorm(x, gamma, beta) with "
-                   "outputs y, mean, rsqrt. Skipped in BigGAN resblocks.")
+                   "outputs y, mean, rsqrt. Skipped in BigGAN resblocks; a TF 2.x graph (gamma read through "
+                   "X/instancenorm/mul/ReadVariableOp) is refused whole, as the toolchain does.")
     default_enabled = False
     order = 30
     rule = moments_pair_rule(

@@ -35,7 +35,8 @@ class ScopeLayerNormPass(ScopeRulePass):
     title = "LayerNorm scope -> LayerNorm"
     description = ("Sibling scopes X/batchnorm (Sub 1, Add or AddV2 2, Rsqrt 1, Mul 3, no Identity) and "
                    "X/moments (Mean 2, SquaredDifference 1, no Squeeze) become one LayerNorm(x, gamma, beta) "
-                   "with outputs y, mean, rsqrt. Skipped inside while loops and BigGAN resblocks.")
+                   "with outputs y, mean, rsqrt. Skipped inside while loops and BigGAN resblocks; a TF 2.x graph "
+                   "(gamma read through X/batchnorm/mul/ReadVariableOp) is refused whole, as the toolchain does.")
     general = True
     order = 10
     rule = moments_pair_rule(
@@ -48,6 +49,9 @@ class ScopeLayerNormPass(ScopeRulePass):
 
     def candidates(self, graph: Graph) -> Iterator[Match | NearMiss]:
         tree = ScopeTree(graph)
+        if self.variable_read(tree) is not None:  # refused whole: no layout is worth a near miss of its own
+            yield from self.candidates_in(graph, tree)
+            return
         found = []
         for item in self.candidates_in(graph, tree):
             found.append(item)

@@ -39,6 +39,9 @@ class ScopeRule:
     skip_names: tuple[str, ...] = ()  # a fused scope whose name contains one of these is left alone
     attrs: Mapping[str, Any] = field(default_factory=dict)  # constant attrs of the fused node
     unpaired_hint: str = ""  # appended to "a X scope without a sibling Y scope"
+    # A scope whose name holds this and that holds a `<its last part>/ReadVariableOp` node marks a TF 2.x
+    # graph, for which the toolchain's pass fuses nothing at all (LayerNorm, InstanceNorm: "<norm>/mul").
+    variable_read_scope: str | None = None
 
     @property
     def sub_types(self) -> list[str]:
@@ -55,7 +58,9 @@ def moments_pair_rule(name: str, op_type: str, norm_scope: str, norm_census: Ite
 
     Wiring (toolchain): x = the outside input of `<norm>/mul_1`, gamma = that of `<norm>/mul`,
     beta = input 0 of `<norm>/sub`; outputs y = `<norm>/add_1`, mean = `moments/mean`,
-    rstd = `<norm>/Rsqrt`.
+    rstd = `<norm>/Rsqrt`. A TF 2.x graph, whose gamma is read through `<norm>/mul/ReadVariableOp`,
+    is refused whole (scope_layernorm_pass.cc and scope_instancenorm_pass.cc: "tf2.x can not do
+    scope fusion").
     """
     norm = [ScopePattern(norm_scope, (*census, ScopeFeature(suffix=norm_scope))) for census in norm_census]
     moments = ScopePattern("moments", (NodeOpTypeFeature("Mean", 2), NodeOpTypeFeature("SquaredDifference", 1),
@@ -65,4 +70,5 @@ def moments_pair_rule(name: str, op_type: str, norm_scope: str, norm_census: Ite
         inputs=(InputWire(f"{norm_scope}/mul_1"), InputWire(f"{norm_scope}/mul"), InputWire(f"{norm_scope}/sub", 0)),
         outputs=(OutputWire(f"{norm_scope}/add_1"), OutputWire("moments/mean"), OutputWire(f"{norm_scope}/Rsqrt")),
         pair=(norm_scope, "moments"), skip_names=skip_names, unpaired_hint=unpaired_hint,
+        variable_read_scope=f"{norm_scope}/mul",
     )

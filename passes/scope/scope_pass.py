@@ -53,6 +53,10 @@ class ScopeRulePass(FusionPass):
 
     def candidates_in(self, graph: Graph, tree: ScopeTree) -> Iterator[Match | NearMiss]:
         """candidates() over a scope tree of the graph already built."""
+        read = self.variable_read(tree)
+        if read is not None:
+            yield from self._refused_as_tf2(tree, *read)
+            return
         context = ScopeContext(graph, {})
         matched: dict[str, list[Scope]] = {}
         for sub_type in self.rule.sub_types:
@@ -67,6 +71,28 @@ class ScopeRulePass(FusionPass):
                 yield self._match_group(graph, group)
             except _Refused as refused:
                 yield NearMiss(self.id, _fused_name(group), _nodes_of(graph, group), refused.args[0])
+
+    def variable_read(self, tree: ScopeTree) -> tuple[Scope, str] | None:
+        """The first scope and node that mark a TF 2.x graph for the rule (see ScopeRule.variable_read_scope)."""
+        marker = self.rule.variable_read_scope
+        if marker is None:
+            return None
+        read = f"{marker.rpartition('/')[2]}/ReadVariableOp"
+        for scope in tree.scopes.values():
+            if marker in scope.name:
+                node = next((n for n in scope.all_nodes() if read in n), None)
+                if node is not None:
+                    return scope, node
+        return None
+
+    def _refused_as_tf2(self, tree: ScopeTree, scope: Scope, node: str) -> Iterator[NearMiss]:
+        """The toolchain's pass returns FAILED on the first such scope: no scope of the graph is fused."""
+        reason = Reason(f"a TF 2.x graph: {node} reads a weight through a ReadVariableOp inside {scope.name}, and "
+                        f"the toolchain's {self.id} then fuses no scope of the whole graph (its source: \"tf2.x can "
+                        f"not do scope fusion\")", node)
+        for candidate in tree.scopes.values():
+            if candidate.last_name == self.rule.fused_sub_type:
+                yield NearMiss(self.id, candidate.name, tuple(candidate.all_nodes()), reason)
 
     def _match_top_down(self, tree: ScopeTree, sub_type: str, variants: Sequence[ScopePattern],
                         context: ScopeContext, found: list[Scope]) -> Iterator[NearMiss]:

@@ -121,3 +121,23 @@ def test_mobilenet_v2_has_keras_batchnorms_and_no_layernorm(load_sample):
     assert len(result.near_misses) == 52
     assert all(n.reason.startswith("a batchnorm scope without a sibling moments scope (a Keras BatchNormalization")
                for n in result.near_misses)
+
+
+def test_a_tf2_graph_is_refused_whole_as_the_toolchain_refuses_it(load_sample):
+    """scope_layernorm_pass.cc: a scope named `.../batchnorm/mul` holding a `mul/ReadVariableOp` node (gamma
+    read as TF 2.x freezes it) makes the pass return FAILED: no LayerNorm of the graph is fused, not even
+    the TF1 one beside it, and each says why."""
+    original = load_sample("bert_layernorm")
+    editor = original.editor()
+    read = f"{LN_OUT}/batchnorm/mul/ReadVariableOp"
+    gamma = original.inputs(f"{LN_OUT}/batchnorm/mul")[1]
+    editor.add(with_shapes(make_node("Identity", read, [str(gamma)], {"T": FLOAT}), [[32]]))
+    editor.set_input(f"{LN_OUT}/batchnorm/mul", 1, read)
+    tf2 = editor.build()
+    fused, result = ScopeLayerNormPass().apply(tf2)
+    assert result.matches == [] and fused.op_histogram() == tf2.op_histogram()
+    assert sorted(m.anchor for m in result.near_misses) == [f"{LN}/batchnorm", f"{LN_OUT}/batchnorm"]
+    for miss in result.near_misses:
+        assert f"a TF 2.x graph: {read} reads a weight through a ReadVariableOp" in str(miss.reason)
+        assert "tf2.x can not do scope fusion" in str(miss.reason)
+        assert miss.culprit.nodes == (read,)
