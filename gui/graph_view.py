@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from itertools import chain, pairwise
 
 import numpy as np
-from PySide6.QtCore import QEvent, QLineF, QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QLineF, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (
     QAction,
     QColor,
@@ -39,10 +39,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.formats.io import write_bytes_atomic
 from core.graph.opclass import BORDER, DIFF_COLOURS, PALETTE
 from core.layout import Layout, LayoutEdge, LayoutNode
 from core.layout.change import LayoutChange, edge_key, layout_change
 from core.layout.expand import FRAME_HEADER
+from core.layout.svg import layout_svg, standalone_svg
 from gui.guard import safe_override
 from gui.workers import run_in_slices
 
@@ -784,17 +786,12 @@ class GraphView(QGraphicsView):
             raise OSError(f"{path}: cannot write the image")
 
     def export_svg(self, path: str) -> None:
-        from PySide6.QtSvg import QSvgGenerator
-
-        rect = self.scene().sceneRect()
-        generator = QSvgGenerator()
-        generator.setFileName(path)
-        generator.setSize(QSize(int(rect.width()), int(rect.height())))
-        generator.setViewBox(QRectF(0, 0, rect.width(), rect.height()))
-        generator.setTitle("FuseLens graph")
-        painter = QPainter(generator)
-        self._render_items(painter, QRectF(0, 0, rect.width(), rect.height()))
-        painter.end()
+        """The shown layout with its boxes' diff outlines, by core's one SVG writer (the lesson page's):
+        text stays text, and the file is the same whatever Qt's paint engine would make of the scene."""
+        if self.layout_ is None:
+            raise OSError(f"{path}: no graph is shown to export")
+        status = {key: item.status for key, item in self.items_by_key.items() if item.status != "unchanged"}
+        write_bytes_atomic(path, standalone_svg(layout_svg(self.layout_, status, title="FuseLens graph")).encode())
 
     def export_png(self, path: str, max_side: int = 8000) -> bool:
         rect = self.scene().sceneRect()
