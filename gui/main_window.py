@@ -80,7 +80,7 @@ class MainWindow(QMainWindow):
         self.search_hits = SearchHits(self.search, self.chrome.search_status, views, self.select_key)
         self._stop_reporting = add_reporter(lambda text: self.statusBar().showMessage(text, 10000))  # gui.guard
         self.jobs = ModelJobs(self.session, self.workers, self.tensorflow, self.statusBar(), self._on_shapes,
-                               self._error)
+                              lambda title, text: show_error(self, title, text, self.statusBar()))
         self._connect()
         self.host = PanelHost(self, self.session, self.selection, self.workers, self.tensorflow, views,
                               self.layout_done, self.set_config, self.chrome.toolbar)
@@ -135,13 +135,9 @@ class MainWindow(QMainWindow):
             self._follow_collapsed(("after",))
 
     def _follow_collapsed(self, sides: tuple[str, ...] = SIDES) -> None:
-        """Lay out again the panes whose collapsed scopes changed, the before pane first.
-
-        Opening a scope (a match step, a double-click) changes both panes. Their layout workers and the
-        GUI thread's scene updates would run at once and share the interpreter lock, and the window
-        stalled for their sum; so the after pane's worker starts once the before pane's scene is built
-        and painted (_follow_when_painted).
-        """
+        """Lay out again the panes whose collapsed scopes changed, the before pane first: both layout workers and
+        the scene updates at once shared the interpreter lock and the window stalled for their sum, so the
+        after pane's worker starts once the before pane's scene is built and painted (_follow_when_painted)."""
         for side in sides:
             pane, wanted = self.panes[side], self.session.collapsed[side]
             if pane.shown is None or wanted is None or pane.shown.collapsed == wanted \
@@ -201,15 +197,11 @@ class MainWindow(QMainWindow):
     def open_model(self, spec: str) -> None:
         self.statusBar().showMessage(f"Loading {spec}…")
         self.session.start_loading()
-
         self.jobs.load(spec, lambda model: self._on_loaded(spec, model))
 
     def open_when_painted(self, spec: str) -> None:
-        """Open `spec` once the window has painted itself (the model named on the command line).
-
-        The loader's Python beside the window's first paint, whose widgets' Python paint and size-hint
-        calls each waited for the interpreter lock, stalled the window 100-210 ms on a 20k-node graph.
-        """
+        """Open `spec` once the window has painted itself (the model named on the command line): the loader
+        beside the first paint, whose widgets' Python calls waited for the interpreter lock, stalled it 100-210 ms."""
         self._open_after_paint = spec
 
     @safe_override()
@@ -235,9 +227,6 @@ class MainWindow(QMainWindow):
     def _on_loaded(self, spec: str, model: LoadedModel) -> None:
         self.recent.remember(spec)
         self.session.set_model(model)
-
-    def _error(self, title: str, text: str) -> None:
-        show_error(self, title, text, self.statusBar())
 
     # ---- fusion: the session's jobs (gui/model_jobs.py) ---------------------------------------------
     def set_config(self, config: PassConfig) -> None:
@@ -325,7 +314,7 @@ class MainWindow(QMainWindow):
 
     def _on_layout_error(self, text: str) -> None:
         self._on_before_painted()  # the fused graph is still worth computing
-        self._error("Layout failed", text)
+        show_error(self, "Layout failed", text, self.statusBar())
 
     def fit_both(self) -> None:
         self.before.fit()
