@@ -13,8 +13,8 @@ GUI_USAGE = "usage: fuselens [gui] [MODEL]   (MODEL: a model file or directory, 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from cli import command_names
-    from cli import main as cli_main
+    from fuselens.cli import command_names
+    from fuselens.cli import main as cli_main
 
     args = list(sys.argv[1:] if argv is None else argv)
     if args and (args[0] in command_names() or args[0].startswith("-")):
@@ -23,7 +23,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(model) > 1 or (model and model[0].startswith("-")):
         print(GUI_USAGE, file=sys.stderr)
         return 0 if model[0] in ("-h", "--help") else 2
-    from gui.app import run_gui  # Qt is imported only when the window is wanted
+    from fuselens.gui.app import run_gui  # Qt is imported only when the window is wanted
 
     return run_gui(model[0] if model else None)
 

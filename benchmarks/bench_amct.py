@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from core.graph import Graph, proto  # noqa: E402
-from core.graph.nodes import make_const, make_node  # noqa: E402
+from fuselens.core.graph import Graph, proto  # noqa: E402
+from fuselens.core.graph.nodes import make_const, make_node  # noqa: E402
 
 CHANNELS = 8
 SPATIAL = 8
@@ -129,7 +129,7 @@ def synthetic(target_nodes: int) -> Graph:
 
 
 def amct_passes() -> list[type]:
-    from passes.registry import catalog
+    from fuselens.passes.registry import catalog
 
     return [c for c in catalog() if c.family == "amct"]
 
@@ -174,7 +174,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-resnet", action="store_true", help="skip ResNet50 (its first build takes ~1 min)")
     args = parser.parse_args(argv)
-    from core.formats.loaders import load_model
+    from fuselens.core.formats.loaders import load_model
 
     graphs: list[tuple[str, Callable[[], Graph]]] = [] if args.no_resnet else [
         ("resnet50", lambda: load_model("resnet50").graph)]

@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 
-from core.graph import Graph, proto
-from passes.autofuse.autofuse_pass import AutoFusePass
+from fuselens.core.graph import Graph, proto
+from fuselens.passes.autofuse.autofuse_pass import AutoFusePass
 
 SIZES = [(128, 192), (512, 512), (1024, 1024), (2048, 2048), (4096, 4096)]
 DTYPES = ["float32", "float16"]

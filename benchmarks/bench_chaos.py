@@ -55,8 +55,8 @@ def child(seed: int, actions: int) -> int:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication([])
-    from core.layout import LayoutCache
-    from gui.main_window import MainWindow
+    from fuselens.core.layout import LayoutCache
+    from fuselens.gui.main_window import MainWindow
     from tests.gui.chaos import Chaos, ChaosFiles, leftovers
 
     threads = {t.ident for t in threading.enumerate()}

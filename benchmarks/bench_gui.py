@@ -55,11 +55,11 @@ spawned = float(sys.argv[2])
 ORIGIN = time.perf_counter() - (time.time() - spawned)  # perf_counter at process start
 marks = {"python_started": time.time() - spawned}
 
-import gui.app
+import fuselens.gui.app
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
-from core.layout import SCOPE_PREFIX, LayoutCache
-from gui.main_window import MainWindow
+from fuselens.core.layout import SCOPE_PREFIX, LayoutCache
+from fuselens.gui.main_window import MainWindow
 
 class Heartbeat:
     def __init__(self):
@@ -237,7 +237,7 @@ class BenchWindow(MainWindow):
 
     def _scope_with_a_fused_node(self, collapsed):
         # the middle one of the collapsed scopes that hold a fused node in the after pane (else of all)
-        from core.layout.overview import drawn_name, hidden_in
+        from fuselens.core.layout.overview import drawn_name, hidden_in
         fused = self.session.graph("after")
         holding = sorted(hidden_in(collapsed, (drawn_name(fused, n.name) for n in fused
                                                if fused.fused_info(n.name)))) or sorted(collapsed)
@@ -247,8 +247,8 @@ class BenchWindow(MainWindow):
         self._opened = next(iter(scopes))
         super().open_scopes(scopes)
 
-gui.app.MainWindow = BenchWindow
-import main
+fuselens.gui.app.MainWindow = BenchWindow
+from fuselens import main
 main.main([sys.argv[1]])
 print("BENCH " + json.dumps(marks))
 """
@@ -263,7 +263,7 @@ def model_file(name: str, directory: Path) -> str:
         path.write_bytes(synthetic(int(name.split(":", 1)[1])).graph_def.SerializeToString())
         return str(path)
     if not Path(name).exists():
-        from core.formats.samples import sample_path
+        from fuselens.core.formats.samples import sample_path
 
         sample_path(name)  # build a cached sample first, outside the timing
     return name

@@ -42,8 +42,8 @@ def main() -> int:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication([])
-    from core.layout import LayoutCache
-    from gui.main_window import MainWindow
+    from fuselens.core.layout import LayoutCache
+    from fuselens.gui.main_window import MainWindow
 
     samples = args.samples.split(",")
     with tempfile.TemporaryDirectory(prefix="fuselens-leak-") as tmp:

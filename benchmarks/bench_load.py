@@ -19,8 +19,8 @@ sys.path.insert(0, str(ROOT))
 CHILD = r"""
 import json, resource, sys, time
 t0 = time.perf_counter()
-from core.formats.loaders import load_model
-from core.graph.inspect import summarize
+from fuselens.core.formats.loaders import load_model
+from fuselens.core.graph.inspect import summarize
 t_import = time.perf_counter() - t0
 best_load = best_inspect = float("inf")
 for _ in range(3):
@@ -34,7 +34,7 @@ print(json.dumps({"nodes": summary["nodes"], "import_s": t_import, "load_s": bes
 
 
 def measure(name: str) -> dict:
-    from core.formats.samples import sample_path
+    from fuselens.core.formats.samples import sample_path
 
     size = sample_path(name).stat().st_size  # builds a cached sample first, outside the timing
     out = subprocess.run([sys.executable, "-c", CHILD, name], capture_output=True, text=True, cwd=ROOT, check=True)
@@ -42,7 +42,7 @@ def measure(name: str) -> dict:
 
 
 def main(names: list[str]) -> None:
-    from core.formats.samples import SAMPLES
+    from fuselens.core.formats.samples import SAMPLES
 
     names = names or [*[n for n, s in SAMPLES.items() if not s.cached], "mobilenet_v2", "resnet50", "densenet121"]
     print(f"{'model':18s} {'MB':>7s} {'nodes':>6s} {'import s':>9s} {'load s':>8s} {'inspect s':>10s} "

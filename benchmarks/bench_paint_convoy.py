@@ -27,7 +27,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from core.layout import Layout, LayoutEdge, LayoutNode  # noqa: E402
+from fuselens.core.layout import Layout, LayoutEdge, LayoutNode  # noqa: E402
 
 COLUMNS = 40
 
@@ -50,8 +50,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args(argv)
     app = QApplication.instance() or QApplication([])
-    from gui import graph_view
-    from gui.graph_view import GraphView
+    from fuselens.gui import graph_view
+    from fuselens.gui.graph_view import GraphView
 
     view = GraphView()
     view.resize(1400, 900)

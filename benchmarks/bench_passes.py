@@ -55,7 +55,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from bench_amct import CHANNELS, SyntheticBuilder  # noqa: E402
 
-from core.graph import Graph, proto  # noqa: E402
+from fuselens.core.graph import Graph, proto  # noqa: E402
 
 
 class KerasBlocks(SyntheticBuilder):
@@ -93,7 +93,7 @@ def keras_blocks(target_nodes: int, seed: int = 0) -> Graph:
 
 def time_passes(graph: Graph, repeat: int) -> list[tuple[str, float, int]]:
     """(pass id, best seconds, matches) per default pass, each applied to the previous pass's output."""
-    from passes.config import PassConfig
+    from fuselens.passes.config import PassConfig
 
     config = PassConfig.default()
     options = config.options()
@@ -131,9 +131,9 @@ print(int(next(line for line in open("/proc/self/status") if line.startswith("Vm
 FUSE_RSS = r"""
 import os, sys
 sys.path.insert(0, os.getcwd())
-import cli
-from main import main
-from passes.registry import catalog
+from fuselens import cli
+from fuselens.main import main
+from fuselens.passes.registry import catalog
 catalog()
 if "fuse" not in getattr(cli, "LIGHT_COMMANDS", ()):  # that command line imports TensorFlow before the model
     cli.import_tensorflow()
@@ -147,7 +147,7 @@ finally:
 
 PARSE_RSS = r"""
 import os, sys
-from core.graph import proto
+from fuselens.core.graph import proto
 def rss():
     return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 data = open(sys.argv[1], "rb").read()
@@ -160,11 +160,11 @@ print(rss() - before, gd.ByteSize() / 2**20)
 MEMORY = r"""
 import contextlib, ctypes, gc, os, re, sys, tempfile
 sys.path.insert(0, os.getcwd())
-from core.graph import proto
-from core.formats.io import write_bytes_atomic
-from core.formats.loaders import load_model
-from passes.pipeline import run_pipeline
-from passes.registry import catalog
+from fuselens.core.graph import proto
+from fuselens.core.formats.io import write_bytes_atomic
+from fuselens.core.formats.loaders import load_model
+from fuselens.passes.pipeline import run_pipeline
+from fuselens.passes.registry import catalog
 
 def rss():
     return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -345,7 +345,7 @@ def main(argv: list[str]) -> None:
             subprocess.run([sys.executable, "-c", MEMORY, str(pb), str(Path(tmp, "fused.pb"))], cwd=ROOT, check=True)
         return
     if args.profile:
-        from passes.pipeline import run_pipeline
+        from fuselens.passes.pipeline import run_pipeline
 
         graph = keras_blocks(args.profile)
         cProfile.runctx("run_pipeline(graph)", globals(), {"graph": graph, "run_pipeline": run_pipeline},

@@ -32,11 +32,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from core.formats.loaders import load_model  # noqa: E402
-from core.runtime import RunRequest, run  # noqa: E402
-from core.runtime.lowering import LOWERING_ENV  # noqa: E402
-from passes.config import PassConfig  # noqa: E402
-from passes.pipeline import run_pipeline  # noqa: E402
+from fuselens.core.formats.loaders import load_model  # noqa: E402
+from fuselens.core.runtime import RunRequest, run  # noqa: E402
+from fuselens.core.runtime.lowering import LOWERING_ENV  # noqa: E402
+from fuselens.passes.config import PassConfig  # noqa: E402
+from fuselens.passes.pipeline import run_pipeline  # noqa: E402
 from tests.zoo.models import ZOO, zoo_model  # noqa: E402
 
 

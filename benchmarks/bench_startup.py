@@ -41,30 +41,30 @@ HEAVY_AT_START = (
     "pyqtgraph",  # 0.3 s: only the run dock's charts, made with the first run result (gui.plots)
     "tensorflow",  # ~3 s: only ever in the TensorFlow helper's and the runner's child processes
     "scipy",  # no start-up code needs it; brought by TensorFlow or numerics when present
-    "core.runtime.runner",  # a run, the bisect, the configuration compare: when one is started
-    "core.runtime.child",  # the runner's child process's side, never the window's
-    "core.runtime.lowering",
-    "core.ascend.profile_import",  # a profile or run file imported
-    "core.measure.msprof",
-    "core.ascend.npu_bundle",  # the NPU bundle, written by the TensorFlow helper
-    "core.ascend.npu_script",
-    "core.ascend.ge",  # the GE dump and fusion_result readers: a dump folder or an NPU run opened
-    "session.npu_check.evidence",  # predicted vs actual: gathers the Ascend evidence
-    "session.npu_check.report",
-    "session.npu_export",
-    "session.bisect",
-    "session.config_diff",
-    "session.layerwise",
+    "fuselens.core.runtime.runner",  # a run, the bisect, the configuration compare: when one is started
+    "fuselens.core.runtime.child",  # the runner's child process's side, never the window's
+    "fuselens.core.runtime.lowering",
+    "fuselens.core.ascend.profile_import",  # a profile or run file imported
+    "fuselens.core.measure.msprof",
+    "fuselens.core.ascend.npu_bundle",  # the NPU bundle, written by the TensorFlow helper
+    "fuselens.core.ascend.npu_script",
+    "fuselens.core.ascend.ge",  # the GE dump and fusion_result readers: a dump folder or an NPU run opened
+    "fuselens.session.npu_check.evidence",  # predicted vs actual: gathers the Ascend evidence
+    "fuselens.session.npu_check.report",
+    "fuselens.session.npu_export",
+    "fuselens.session.bisect",
+    "fuselens.session.config_diff",
+    "fuselens.session.layerwise",
 )
 
 CHILD = r"""
 import json, sys, time
 spawned = float(sys.argv[1])
-import gui.app
+import fuselens.gui.app
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
-class FirstPaint(gui.app.MainWindow):
+class FirstPaint(fuselens.gui.app.MainWindow):
     painted = None
 
     def paintEvent(self, event):
@@ -74,8 +74,8 @@ class FirstPaint(gui.app.MainWindow):
                                   "modules": sorted(sys.modules)}
             QTimer.singleShot(0, QApplication.instance().quit)
 
-gui.app.MainWindow = FirstPaint
-import main
+fuselens.gui.app.MainWindow = FirstPaint
+from fuselens import main
 main.main(sys.argv[2:])
 print("STARTUP " + json.dumps(FirstPaint.painted))
 """

@@ -13,9 +13,9 @@ import os
 import sys
 from collections.abc import Sequence
 
-from cli.common import flag_string_options, join_flag_values
-from core.errors import FuseLensError
-from core.tfimport import import_tensorflow
+from fuselens.cli.common import flag_string_options, join_flag_values
+from fuselens.core.errors import FuseLensError
+from fuselens.core.tfimport import import_tensorflow
 
 # Commands that never need TensorFlow for a GraphDef; every other command imports it up front, quietly.
 # `fuse` needs it only for a SavedModel or Keras file, a graph without `_output_shapes` or an op missing from
@@ -26,13 +26,13 @@ LIGHT_COMMANDS = {"inspect", "samples", "export-sample", "passes", "fuse", "impo
 # `func(args) -> int`. A command's parser is built from its own module only: importing every module
 # cost each command ~5 MB and their imports (tests/cli/test_pass_args.py holds the words to the modules).
 COMMANDS: dict[str, tuple[str, ...]] = {
-    "cli.inspect_cmd": ("inspect", "samples", "export-sample"),
-    "cli.fuse_cmd": ("passes", "fuse"),
-    "cli.lesson_cmd": ("lesson",),
-    "cli.run_cmd": ("run", "import-profile", "export-npu-script"),
-    "cli.npu_cmd": ("stages", "diff", "ledger"),
-    "cli.hosts_cmd": ("hosts", "runs"),
-    "cli.debug_cmd": ("bisect", "diff-config"),
+    "fuselens.cli.inspect_cmd": ("inspect", "samples", "export-sample"),
+    "fuselens.cli.fuse_cmd": ("passes", "fuse"),
+    "fuselens.cli.lesson_cmd": ("lesson",),
+    "fuselens.cli.run_cmd": ("run", "import-profile", "export-npu-script"),
+    "fuselens.cli.npu_cmd": ("stages", "diff", "ledger"),
+    "fuselens.cli.hosts_cmd": ("hosts", "runs"),
+    "fuselens.cli.debug_cmd": ("bisect", "diff-config"),
 }
 
 

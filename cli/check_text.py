@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from session.npu_check import FOUND, NOT_FOUND, UNKNOWN, CheckReport
+from fuselens.session.npu_check import FOUND, NOT_FOUND, UNKNOWN, CheckReport
 
 MARKS = {FOUND: "found    ", NOT_FOUND: "NOT FOUND", UNKNOWN: "unknown  "}
 

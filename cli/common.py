@@ -17,14 +17,14 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cli.pass_args import add_pass_selection_args, flag_string
-from core.errors import FuseLensError
+from fuselens.cli.pass_args import add_pass_selection_args, flag_string
+from fuselens.core.errors import FuseLensError
 
 if TYPE_CHECKING:
-    from core.formats.loaders import LoadedModel
-    from core.runtime import RunResult
-    from passes.config import PassConfig
-    from passes.pipeline import PipelineResult
+    from fuselens.core.formats.loaders import LoadedModel
+    from fuselens.core.runtime import RunResult
+    from fuselens.passes.config import PassConfig
+    from fuselens.passes.pipeline import PipelineResult
 
 
 # ---- output and option syntax ------------------------------------------------------------------
@@ -87,14 +87,14 @@ def add_input_args(p: argparse.ArgumentParser) -> None:
 
 def input_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
     """The --input-shape values, parsed as the window parses its shape field."""
-    from core.runtime.run_view import parse_input_shapes
+    from fuselens.core.runtime.run_view import parse_input_shapes
 
     return parse_input_shapes(";".join(args.input_shape), "--input-shape")
 
 
 def pass_selection(text: str, what: str) -> PassConfig:
     """A pass selection written as the options of `fuse` ("--disable AutoFusePass --skip-match X")."""
-    from passes.config import PassConfig
+    from fuselens.passes.config import PassConfig
 
     parser = argparse.ArgumentParser(prog=f"fuselens {what}", add_help=False, exit_on_error=False)
     add_pass_selection_args(parser)
@@ -110,9 +110,9 @@ def pass_selection(text: str, what: str) -> PassConfig:
 
 def fuse_model(args: argparse.Namespace, config: PassConfig | None = None) -> tuple[LoadedModel, PipelineResult]:
     """`args.model` and its fused graph under `config` (default: the command line's pass selection)."""
-    from core.formats.loaders import load_model
-    from passes.config import PassConfig
-    from passes.pipeline import run_pipeline
+    from fuselens.core.formats.loaders import load_model
+    from fuselens.passes.config import PassConfig
+    from fuselens.passes.pipeline import run_pipeline
 
     config = config or PassConfig.from_args(args)  # a bad option or rule file fails before the model loads
     model = load_model(args.model)
@@ -188,10 +188,10 @@ def import_profile(args: argparse.Namespace, config: PassConfig | None = None) -
     """The window's import: one profile lands on the graph (original or fused) its kernel names fit; with a
     model, the profile and whatever else came back (fusion_result.json, dumps) are set against the prediction
     (`config`, default: the command line's pass selection)."""
-    from cli.check_text import format_check
-    from core.ascend.profile_import import import_run_file
-    from core.formats.io import check_output_path, write_json_atomic
-    from session.npu_check import check_imported
+    from fuselens.cli.check_text import format_check
+    from fuselens.core.ascend.profile_import import import_run_file
+    from fuselens.core.formats.io import check_output_path, write_json_atomic
+    from fuselens.session.npu_check import check_imported
 
     if not args.model:
         given = [option for field, option in CHECK_OPTIONS.items() if getattr(args, field, None)]

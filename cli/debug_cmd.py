@@ -6,11 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from cli.common import add_input_args, flag_string, input_shapes, pass_selection, print_json, progress_line
-from cli.pass_args import add_pass_selection_args
-from core.devices.backends import BACKENDS
-from core.errors import FuseLensError
-from core.formats.loaders import load_model
+from fuselens.cli.common import add_input_args, flag_string, input_shapes, pass_selection, print_json, progress_line
+from fuselens.cli.pass_args import add_pass_selection_args
+from fuselens.core.devices.backends import BACKENDS
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.loaders import load_model
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -60,9 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_bisect(args: argparse.Namespace) -> int:
-    from passes.config import PassConfig
-    from passes.pipeline import run_pipeline
-    from session.bisect import BisectOptions, Bisector, format_result
+    from fuselens.passes.config import PassConfig
+    from fuselens.passes.pipeline import run_pipeline
+    from fuselens.session.bisect import BisectOptions, Bisector, format_result
 
     options = BisectOptions(by=args.by, rtol=args.rtol, atol=args.atol, slowdown=args.slowdown, steps=args.steps,
                             blocks=args.blocks, warmup=args.warmup, backend=args.backend, grappler=not args.no_grappler,
@@ -91,8 +91,8 @@ def run_bisect(args: argparse.Namespace) -> int:
 
 
 def run_diff_config(args: argparse.Namespace) -> int:
-    from passes.pipeline import run_pipeline
-    from session.config_diff import diff_configs, format_diff, run_both
+    from fuselens.passes.pipeline import run_pipeline
+    from fuselens.session.config_diff import diff_configs, format_diff, run_both
 
     a, b = pass_selection(args.a, "--a"), pass_selection(args.b, "--b")
     shapes = input_shapes(args)

@@ -6,10 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from cli.common import print_json
-from cli.pass_args import add_pass_selection_args
-from core.formats.io import check_output_path, write_bytes_atomic, write_json_atomic
-from core.formats.loaders import load_model
+from fuselens.cli.common import print_json
+from fuselens.cli.pass_args import add_pass_selection_args
+from fuselens.core.formats.io import check_output_path, write_bytes_atomic, write_json_atomic
+from fuselens.core.formats.loaders import load_model
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,8 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_passes(args: argparse.Namespace) -> int:
-    from passes.pass_table import catalog_markdown
-    from passes.registry import FAMILY_TITLES, catalog_rows
+    from fuselens.passes.pass_table import catalog_markdown
+    from fuselens.passes.registry import FAMILY_TITLES, catalog_rows
 
     if args.markdown:
         sys.stdout.write(catalog_markdown())
@@ -51,9 +51,9 @@ def run_passes(args: argparse.Namespace) -> int:
 
 
 def run_fuse(args: argparse.Namespace) -> int:
-    from passes.config import PassConfig
-    from passes.pipeline import run_pipeline
-    from passes.report import build_report, format_pipeline, format_report
+    from fuselens.passes.config import PassConfig
+    from fuselens.passes.pipeline import run_pipeline
+    from fuselens.passes.report import build_report, format_pipeline, format_report
 
     config = PassConfig.from_args(args)  # a bad option or rule file fails before the model loads
     model = load_model(args.model)
@@ -73,8 +73,8 @@ def run_fuse(args: argparse.Namespace) -> int:
     if args.report:
         write_json_atomic(args.report, report, protect=protect)
     if args.ledger:
-        from core.ascend.ge.fusion_result import write_fusion_result
-        from passes.ledger import pipeline_ledger
+        from fuselens.core.ascend.ge.fusion_result import write_fusion_result
+        from fuselens.passes.ledger import pipeline_ledger
 
         write_fusion_result(args.ledger, [pipeline_ledger(pipeline)], protect=protect)
     if args.json:

@@ -15,10 +15,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from cli.common import fuse_model, import_profile, input_shapes, pass_selection, print_json
-from core.ascend.remote import ADAPTERS, RemoteError, transport_for
-from core.errors import FuseLensError
-from session.remote_run import (
+from fuselens.cli.common import fuse_model, import_profile, input_shapes, pass_selection, print_json
+from fuselens.core.ascend.remote import ADAPTERS, RemoteError, transport_for
+from fuselens.core.errors import FuseLensError
+from fuselens.session.remote_run import (
     HostStore,
     RunHistory,
     RunRecord,
@@ -110,8 +110,8 @@ def run_hosts_remove(args: argparse.Namespace) -> int:
 # ---- a run on a host ----------------------------------------------------------------------------------------
 def run_on_host(args: argparse.Namespace) -> int:
     """`run MODEL --backend npu --host NAME`: bundle, send, run, fetch, import; progress lines on stderr."""
-    from session.npu_export import export_npu_bundle
-    from session.remote_run import configuration_words, new_record, run_bundle_on_host
+    from fuselens.session.npu_export import export_npu_bundle
+    from fuselens.session.remote_run import configuration_words, new_record, run_bundle_on_host
 
     if args.backend != "npu":
         raise FuseLensError(f"--host runs the model on an Ascend host; give --backend npu (not {args.backend})")

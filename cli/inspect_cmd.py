@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cli.common import print_json
-from core.ascend.ge.dump import dump_summary, format_dump_summary, is_dump, load_dump
-from core.errors import FuseLensError
-from core.formats.io import write_bytes_atomic
-from core.formats.loaders import load_model
-from core.formats.samples import SAMPLES, is_built, sample_path
-from core.graph.inspect import format_summary, summarize
+from fuselens.cli.common import print_json
+from fuselens.core.ascend.ge.dump import dump_summary, format_dump_summary, is_dump, load_dump
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.io import write_bytes_atomic
+from fuselens.core.formats.loaders import load_model
+from fuselens.core.formats.samples import SAMPLES, is_built, sample_path
+from fuselens.core.graph.inspect import format_summary, summarize
 
 
 def register(sub: argparse._SubParsersAction) -> None:

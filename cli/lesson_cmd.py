@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cli.pass_args import add_pass_selection_args
-from core.formats.io import check_output_path
-from core.formats.loaders import load_model
+from fuselens.cli.pass_args import add_pass_selection_args
+from fuselens.core.formats.io import check_output_path
+from fuselens.core.formats.loaders import load_model
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,10 +23,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_lesson(args: argparse.Namespace) -> int:
-    from core.errors import FuseLensError
-    from passes.config import PassConfig
-    from passes.pipeline import run_pipeline
-    from session.lesson import write_lesson
+    from fuselens.core.errors import FuseLensError
+    from fuselens.passes.config import PassConfig
+    from fuselens.passes.pipeline import run_pipeline
+    from fuselens.session.lesson import write_lesson
 
     config = PassConfig.from_args(args)
     model = load_model(args.model)

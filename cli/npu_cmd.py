@@ -10,13 +10,13 @@ import argparse
 import sys
 from typing import Any
 
-from cli.common import fuse_model, print_json
-from cli.pass_args import add_pass_selection_args
-from core.ascend.ge.diff import diff_graphs, format_diff
-from core.ascend.ge.fusion_result import FusionResult, LedgerRow, read_fusion_result
-from core.ascend.ge.open import open_graph
-from core.ascend.ge.stages import scan_dump_folder
-from core.errors import FuseLensError
+from fuselens.cli.common import fuse_model, print_json
+from fuselens.cli.pass_args import add_pass_selection_args
+from fuselens.core.ascend.ge.diff import diff_graphs, format_diff
+from fuselens.core.ascend.ge.fusion_result import FusionResult, LedgerRow, read_fusion_result
+from fuselens.core.ascend.ge.open import open_graph
+from fuselens.core.ascend.ge.stages import scan_dump_folder
+from fuselens.core.errors import FuseLensError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -100,7 +100,7 @@ def run_ledger(args: argparse.Namespace) -> int:
     rows: list[LedgerRow] = []
     chosen = None
     if args.model:
-        from passes.ledger import compare_with_toolchain
+        from fuselens.passes.ledger import compare_with_toolchain
 
         chosen = result.graph(args.graph) if args.graph else result.busiest()
         if chosen is None:

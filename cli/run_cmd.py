@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from cli.common import (
+from fuselens.cli.common import (
     add_check_args,
     add_input_args,
     emit_result,
@@ -16,9 +16,9 @@ from cli.common import (
     input_shapes,
     progress_line,
 )
-from cli.pass_args import add_pass_selection_args
-from core.ascend.npu_script import MODES
-from core.devices.backends import BACKENDS
+from fuselens.cli.pass_args import add_pass_selection_args
+from fuselens.core.ascend.npu_script import MODES
+from fuselens.core.devices.backends import BACKENDS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -73,13 +73,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_run(args: argparse.Namespace) -> int:
-    from core.runtime.trace import write_chrome_trace, write_kernel_csv
-    from passes.pipeline import run_pipeline
-    from session.layerwise import format_report
-    from session.run_workflow import RunSettings, run_both, run_request
+    from fuselens.core.runtime.trace import write_chrome_trace, write_kernel_csv
+    from fuselens.passes.pipeline import run_pipeline
+    from fuselens.session.layerwise import format_report
+    from fuselens.session.run_workflow import RunSettings, run_both, run_request
 
     if args.host:
-        from cli.hosts_cmd import run_on_host
+        from fuselens.cli.hosts_cmd import run_on_host
 
         return run_on_host(args)
     settings = RunSettings(backend=args.backend, steps=args.steps, warmup=args.warmup, input_shapes=input_shapes(args),
@@ -101,7 +101,7 @@ def run_run(args: argparse.Namespace) -> int:
 
 
 def run_export_npu_script(args: argparse.Namespace) -> int:
-    from session.npu_export import export_npu_bundle
+    from fuselens.session.npu_export import export_npu_bundle
 
     shapes = input_shapes(args)
     model, pipeline = fuse_model(args)

@@ -7,7 +7,7 @@ import sys
 
 from PySide6.QtWidgets import QApplication
 
-from gui.main_window import MainWindow
+from fuselens.gui.main_window import MainWindow
 
 NO_DISPLAY = ("fuselens: error: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); "
               "run it on a desktop, over `ssh -X`, or under `xvfb-run`, or use the command line "

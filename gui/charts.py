@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from core.graph.opclass import BORDER, CATEGORY_TITLES, PALETTE, Category
-from core.measure.result import KernelStat, RunResult
-from core.runtime.run_view import SIDE_OF_LABEL, Card, summary_cards
-from session import SIDES
+from fuselens.core.graph.opclass import BORDER, CATEGORY_TITLES, PALETTE, Category
+from fuselens.core.measure.result import KernelStat, RunResult
+from fuselens.core.runtime.run_view import SIDE_OF_LABEL, Card, summary_cards
+from fuselens.session import SIDES
 
 if TYPE_CHECKING:
-    from gui.plots import KernelBars, TimelinePlot
+    from fuselens.gui.plots import KernelBars, TimelinePlot
 
 TONES = {"good": ("#e8f5e9", "#2e7d32"), "bad": ("#fdecea", "#c62828"), "neutral": ("#f5f5f7", "#333333")}
 
@@ -99,7 +99,7 @@ class KernelCharts(QWidget):
         layout.addWidget(self.legend)
 
     def _make_bars(self) -> None:
-        from gui.plots import KernelBars
+        from fuselens.gui.plots import KernelBars
 
         self.bars = {side: KernelBars(side, self) for side in SIDES}
         self.bars["after"].setXLink(self.bars["before"])
@@ -146,7 +146,7 @@ class Timeline(QWidget):
         if self.plot is None:
             if result is None:
                 return
-            from gui.plots import TimelinePlot
+            from fuselens.gui.plots import TimelinePlot
 
             self.plot = TimelinePlot(self)
             self.plot.kernel_clicked.connect(self.kernel_clicked)

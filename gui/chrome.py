@@ -21,16 +21,16 @@ from PySide6.QtWidgets import (
     QToolButton,
 )
 
-from gui.actions import make_action
-from gui.dialogs import MODEL_FILTER, SamplesDialog, save_dialog, show_error
-from gui.match_filter import MatchFilterBar
-from gui.pane import legend_html, titled
-from gui.search import search_box
-from gui.workers import WorkIndicator
-from passes.base import NearMiss
+from fuselens.gui.actions import make_action
+from fuselens.gui.dialogs import MODEL_FILTER, SamplesDialog, save_dialog, show_error
+from fuselens.gui.match_filter import MatchFilterBar
+from fuselens.gui.pane import legend_html, titled
+from fuselens.gui.search import search_box
+from fuselens.gui.workers import WorkIndicator
+from fuselens.passes.base import NearMiss
 
 if TYPE_CHECKING:
-    from gui.main_window import MainWindow
+    from fuselens.gui.main_window import MainWindow
 
 
 @dataclass

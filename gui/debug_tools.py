@@ -35,22 +35,22 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.errors import FuseLensError
-from core.formats.io import write_json_atomic
-from core.graph import Graph
-from core.runtime.run_view import parse_input_shapes
-from gui.actions import make_action
-from gui.dialogs import guarded, save_dialog, show_error
-from gui.workers import Worker
-from passes.config import PassConfig
-from passes.pipeline import PipelineResult
-from session import FusionJob
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.io import write_json_atomic
+from fuselens.core.graph import Graph
+from fuselens.core.runtime.run_view import parse_input_shapes
+from fuselens.gui.actions import make_action
+from fuselens.gui.dialogs import guarded, save_dialog, show_error
+from fuselens.gui.workers import Worker
+from fuselens.passes.config import PassConfig
+from fuselens.passes.pipeline import PipelineResult
+from fuselens.session import FusionJob
 
 if TYPE_CHECKING:
-    from gui.host import PanelHost
-    from gui.match_list import MatchList
-    from gui.run_panel import RunPanel
-    from session.bisect import BisectOptions, BisectResult
+    from fuselens.gui.host import PanelHost
+    from fuselens.gui.match_list import MatchList
+    from fuselens.gui.run_panel import RunPanel
+    from fuselens.session.bisect import BisectOptions, BisectResult
 
 BISECT_SLOT = "bisect"
 COMPARE_SLOT = "compare"
@@ -145,7 +145,7 @@ class BisectPanel(QWidget):
             except ValueError:
                 raise FuseLensError(f"{name}: not a number: {text!r}") from None
 
-        from session.bisect import BisectOptions  # the bisect brings the runner: imported when first used
+        from fuselens.session.bisect import BisectOptions  # the bisect brings the runner: imported when first used
 
         shapes = parse_input_shapes(self.input_shapes())
         return BisectOptions(by=self.by.currentData(), rtol=number(self.rtol, "rtol"), atol=number(self.atol, "atol"),
@@ -166,7 +166,7 @@ class BisectPanel(QWidget):
         graph, config, name = session.model.graph, session.config, session.model.name
 
         def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> BisectResult:
-            from session.bisect import Bisector
+            from fuselens.session.bisect import Bisector
 
             return Bisector(graph, config, options, helper_fuse(host, cancelled), model=name, progress=progress,
                             cancelled=cancelled).run()
@@ -216,7 +216,7 @@ class BisectPanel(QWidget):
         if result is None:
             self.text.setPlainText("")
         else:
-            from session.bisect import format_result
+            from fuselens.session.bisect import format_result
 
             self.text.setPlainText(format_result(result))
         found = result is not None and result.found
@@ -304,7 +304,7 @@ class CompareDialog(QDialog):
         shapes = parse_input_shapes(self.input_shapes())
 
         def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> str:
-            from session.config_diff import diff_configs, format_diff, run_both  # brings the runner
+            from fuselens.session.config_diff import diff_configs, format_diff, run_both  # brings the runner
 
             progress("compare: fusing both configurations")
             diff, first, second = diff_configs(graph, a, b, helper_fuse(host, cancelled), "current", b_label)

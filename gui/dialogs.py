@@ -19,8 +19,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.errors import FuseLensError
-from core.formats.samples import SAMPLES, is_built
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.samples import SAMPLES, is_built
 
 T = TypeVar("T")
 

@@ -39,14 +39,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.formats.io import write_bytes_atomic
-from core.graph.opclass import BORDER, DIFF_COLOURS, PALETTE
-from core.layout import Layout, LayoutEdge, LayoutNode
-from core.layout.change import LayoutChange, edge_key, layout_change
-from core.layout.expand import FRAME_HEADER
-from core.layout.svg import layout_svg, standalone_svg
-from gui.guard import safe_override
-from gui.workers import run_in_slices
+from fuselens.core.formats.io import write_bytes_atomic
+from fuselens.core.graph.opclass import BORDER, DIFF_COLOURS, PALETTE
+from fuselens.core.layout import Layout, LayoutEdge, LayoutNode
+from fuselens.core.layout.change import LayoutChange, edge_key, layout_change
+from fuselens.core.layout.expand import FRAME_HEADER
+from fuselens.core.layout.svg import layout_svg, standalone_svg
+from fuselens.gui.guard import safe_override
+from fuselens.gui.workers import run_in_slices
 
 SELECTED = QColor("#1a73e8")
 SEARCH_HIT = QColor("#ff6d00")

@@ -17,14 +17,14 @@ from PySide6.QtCore import QObject, QRectF, Qt
 from PySide6.QtGui import QColor, QLinearGradient, QPainter
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
-from core.measure.result import RunResult
-from core.runtime.run_view import SIDE_OF_LABEL, format_us, node_times
-from gui.graph_view import GraphView
-from gui.guard import safe_override
-from session import Session
+from fuselens.core.measure.result import RunResult
+from fuselens.core.runtime.run_view import SIDE_OF_LABEL, format_us, node_times
+from fuselens.gui.graph_view import GraphView
+from fuselens.gui.guard import safe_override
+from fuselens.session import Session
 
 if TYPE_CHECKING:
-    from session.layerwise import LayerwiseReport
+    from fuselens.session.layerwise import LayerwiseReport
 
 GRADIENT_STOPS = 8
 ERROR_FLOOR = 1e-9  # errors at or below it are drawn coldest: float32 rounding of a reordered sum

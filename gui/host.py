@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from PySide6.QtCore import Qt, SignalInstance
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu, QStatusBar, QToolBar, QWidget
 
-from gui.graph_view import GraphView
-from gui.selection import SelectionModel
-from gui.workers import WorkerPool
-from passes.config import PassConfig
-from session import Session
-from session.tensorflow_helper import TensorFlowHelper
+from fuselens.gui.graph_view import GraphView
+from fuselens.gui.selection import SelectionModel
+from fuselens.gui.workers import WorkerPool
+from fuselens.passes.config import PassConfig
+from fuselens.session import Session
+from fuselens.session.tensorflow_helper import TensorFlowHelper
 
 
 @dataclass

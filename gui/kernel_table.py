@@ -8,10 +8,10 @@ from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
-from core.graph.opclass import PALETTE
-from core.measure.result import GraphRun, KernelStat, RunResult
-from core.runtime.run_view import SIDE_OF_LABEL, kernel_category, per_step_us
-from gui.guard import safe_override
+from fuselens.core.graph.opclass import PALETTE
+from fuselens.core.measure.result import GraphRun, KernelStat, RunResult
+from fuselens.core.runtime.run_view import SIDE_OF_LABEL, kernel_category, per_step_us
+from fuselens.gui.guard import safe_override
 
 SORT_ROLE = Qt.ItemDataRole.UserRole
 COLUMNS = ["Graph", "Kernel", "Op type", "Node", "Pass", "Device", "Count", "µs / step", "Total µs", "Mean µs",

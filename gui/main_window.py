@@ -15,30 +15,30 @@ from collections.abc import Iterable
 from PySide6.QtCore import QSettings, QTimer, Signal
 from PySide6.QtWidgets import QMainWindow
 
-from core.formats.loaders import LoadedModel
-from core.layout import SCOPE_PREFIX, Layout, LayoutCache, default_cache
-from core.layout.overview import drawn_name, expand_scope, hidden_in
-from gui.chrome import build_chrome
-from gui.debug_tools import install_debug_tools
-from gui.dialogs import RecentFiles, show_error
-from gui.guard import add_reporter, safe_override
-from gui.host import PanelHost
-from gui.match_list import MatchList
-from gui.model_jobs import ModelJobs
-from gui.overlay import WhyNotOverlay
-from gui.pane import Pane, diff_status
-from gui.pass_panel import PassPanel
-from gui.presentation import install_presentation
-from gui.properties import PropertiesPanel, show_body_table
-from gui.run_panel import install_run_panel
-from gui.search import SearchHits
-from gui.selection import Selection, SelectionModel
-from gui.stages_panel import install_stages_panel
-from gui.workers import WorkerPool
-from passes.base import Match, NearMiss
-from passes.config import PassConfig
-from session import SIDES, Session, Stage
-from session.tensorflow_helper import TensorFlowHelper, shared_helper
+from fuselens.core.formats.loaders import LoadedModel
+from fuselens.core.layout import SCOPE_PREFIX, Layout, LayoutCache, default_cache
+from fuselens.core.layout.overview import drawn_name, expand_scope, hidden_in
+from fuselens.gui.chrome import build_chrome
+from fuselens.gui.debug_tools import install_debug_tools
+from fuselens.gui.dialogs import RecentFiles, show_error
+from fuselens.gui.guard import add_reporter, safe_override
+from fuselens.gui.host import PanelHost
+from fuselens.gui.match_list import MatchList
+from fuselens.gui.model_jobs import ModelJobs
+from fuselens.gui.overlay import WhyNotOverlay
+from fuselens.gui.pane import Pane, diff_status
+from fuselens.gui.pass_panel import PassPanel
+from fuselens.gui.presentation import install_presentation
+from fuselens.gui.properties import PropertiesPanel, show_body_table
+from fuselens.gui.run_panel import install_run_panel
+from fuselens.gui.search import SearchHits
+from fuselens.gui.selection import Selection, SelectionModel
+from fuselens.gui.stages_panel import install_stages_panel
+from fuselens.gui.workers import WorkerPool
+from fuselens.passes.base import Match, NearMiss
+from fuselens.passes.config import PassConfig
+from fuselens.session import SIDES, Session, Stage
+from fuselens.session.tensorflow_helper import TensorFlowHelper, shared_helper
 
 
 class MainWindow(QMainWindow):

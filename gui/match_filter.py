@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLineEdit, QTreeWidgetItem, QVBoxLayout, QWidget
 
-from gui.match_list import GROUP_ROLE, ITEM_ROLE, MatchList
-from passes.base import NearMiss
+from fuselens.gui.match_list import GROUP_ROLE, ITEM_ROLE, MatchList
+from fuselens.passes.base import NearMiss
 
 ALL_PASSES = "all passes"
 # What each kind choice keeps (item_kind of each line).

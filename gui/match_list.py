@@ -23,12 +23,12 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem, QWidget
 
-from core.layout import short_name
-from gui.workers import run_in_slices
-from passes.base import Match, NearMiss, PassResult
+from fuselens.core.layout import short_name
+from fuselens.gui.workers import run_in_slices
+from fuselens.passes.base import Match, NearMiss, PassResult
 
 if TYPE_CHECKING:
-    from session.layerwise import LayerwiseReport
+    from fuselens.session.layerwise import LayerwiseReport
 
 ITEM_ROLE = Qt.ItemDataRole.UserRole
 GROUP_ROLE = Qt.ItemDataRole.UserRole + 7  # marks a folded line of repeated near misses

@@ -10,11 +10,11 @@ from functools import partial
 
 from PySide6.QtWidgets import QStatusBar
 
-from core.formats.loaders import LoadedModel
-from gui.workers import WorkerPool
-from passes.pipeline import PipelineResult
-from session import FusionJob, Session
-from session.tensorflow_helper import TensorFlowHelper
+from fuselens.core.formats.loaders import LoadedModel
+from fuselens.gui.workers import WorkerPool
+from fuselens.passes.pipeline import PipelineResult
+from fuselens.session import FusionJob, Session
+from fuselens.session.tensorflow_helper import TensorFlowHelper
 
 TF_SLOT = "tf"  # the one worker slot for work that uses TensorFlow
 

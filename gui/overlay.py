@@ -24,8 +24,8 @@ from PySide6.QtWidgets import (
     QGraphicsTextItem,
 )
 
-from gui.graph_view import EdgeItem, GraphView, edge_path
-from passes.base import NearMiss
+from fuselens.gui.graph_view import EdgeItem, GraphView, edge_path
+from fuselens.passes.base import NearMiss
 
 BOUND = QColor("#7b3fbf")  # the pattern it tried: apart from selection blue, search orange and diff colours
 CULPRIT = QColor("#d50000")

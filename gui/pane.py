@@ -9,16 +9,16 @@ from functools import partial
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from core.graph import Graph
-from core.graph.opclass import CATEGORY_TITLES, DIFF_COLOURS, PALETTE
-from core.graph.provenance import Provenance
-from core.layout import FRAME_PREFIX, SCOPE_PREFIX, Layout, LayoutCache, layout_graph
-from core.layout.change import LayoutChange, layout_change
-from core.layout.drawn import collapsible_scopes, drawn_names
-from core.layout.expand import close_box, follow_collapsed, is_body_key, open_box, outermost
-from core.layout.overview import overview_scopes
-from gui.graph_view import GraphView
-from gui.workers import WorkerPool
+from fuselens.core.graph import Graph
+from fuselens.core.graph.opclass import CATEGORY_TITLES, DIFF_COLOURS, PALETTE
+from fuselens.core.graph.provenance import Provenance
+from fuselens.core.layout import FRAME_PREFIX, SCOPE_PREFIX, Layout, LayoutCache, layout_graph
+from fuselens.core.layout.change import LayoutChange, layout_change
+from fuselens.core.layout.drawn import collapsible_scopes, drawn_names
+from fuselens.core.layout.expand import close_box, follow_collapsed, is_body_key, open_box, outermost
+from fuselens.core.layout.overview import overview_scopes
+from fuselens.gui.graph_view import GraphView
+from fuselens.gui.workers import WorkerPool
 
 
 def legend_html() -> str:

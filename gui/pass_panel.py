@@ -27,12 +27,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.formats.io import write_bytes_atomic
-from gui.dialogs import guarded
-from passes.autofuse.flags import BROADCAST, CONCAT, DEFAULT_CATEGORIES, OPT_IN_CATEGORIES, POINTWISE, REDUCE
-from passes.base import PassResult
-from passes.config import PassConfig
-from passes.registry import FAMILIES, FAMILY_TITLES
+from fuselens.core.formats.io import write_bytes_atomic
+from fuselens.gui.dialogs import guarded
+from fuselens.passes.autofuse.flags import BROADCAST, CONCAT, DEFAULT_CATEGORIES, OPT_IN_CATEGORIES, POINTWISE, REDUCE
+from fuselens.passes.base import PassResult
+from fuselens.passes.config import PassConfig
+from fuselens.passes.registry import FAMILIES, FAMILY_TITLES
 
 PASS_ROLE = Qt.ItemDataRole.UserRole
 CATEGORY_ROLE = Qt.ItemDataRole.UserRole + 1

@@ -11,9 +11,9 @@ from PySide6.QtCore import QPoint, QPointF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QToolTip, QWidget
 
-from core.graph.opclass import BORDER, PALETTE, Category
-from core.measure.result import GraphRun, KernelStat, RunResult, TimelineEvent
-from core.runtime.run_view import (
+from fuselens.core.graph.opclass import BORDER, PALETTE, Category
+from fuselens.core.measure.result import GraphRun, KernelStat, RunResult, TimelineEvent
+from fuselens.core.runtime.run_view import (
     SIDE_OF_LABEL,
     common_scope,
     format_us,

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from session.npu_check.finding import FOUND, NOT_FOUND, UNKNOWN
+from fuselens.session.npu_check.finding import FOUND, NOT_FOUND, UNKNOWN
 
 if TYPE_CHECKING:
-    from session.npu_check.report import CheckReport
+    from fuselens.session.npu_check.report import CheckReport
 
 AGREED, MISSING, EXTRA, DIFFERENT, NO_EVIDENCE = (
     "agreed", "missing on device", "extra on device", "different", "no evidence")

@@ -12,10 +12,10 @@ from PySide6.QtCore import QModelIndex, QRegularExpression, QSortFilterProxyMode
 from PySide6.QtGui import QBrush, QColor, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
 
-from gui.predicted_rows import AGREED, DIFFERENT, EXTRA, MISSING, NO_EVIDENCE, STATUSES, CheckRow, check_rows
+from fuselens.gui.predicted_rows import AGREED, DIFFERENT, EXTRA, MISSING, NO_EVIDENCE, STATUSES, CheckRow, check_rows
 
 if TYPE_CHECKING:
-    from session.npu_check import CheckReport
+    from fuselens.session.npu_check import CheckReport
 
 COLUMNS = ("Status", "Pass", "FuseLens node", "Original nodes", "Toolchain", "NPU µs/step", "Evidence")
 STATUS_COLOURS = {AGREED: "#d7f0d2", MISSING: "#f6d0cc", DIFFERENT: "#fbe3bf", EXTRA: "#d6e4f5",

@@ -19,15 +19,15 @@ from PySide6.QtCore import QByteArray, QEasingCurve, QObject, QPointF, QRect, QR
 from PySide6.QtGui import QAction, QFont, QKeySequence, QPainter, QPixmap, QTransform
 from PySide6.QtWidgets import QDockWidget, QSplitter, QTextBrowser, QToolBar, QWidget
 
-from gui.actions import make_action
-from gui.graph_view import NORMAL_LOOK, GraphView, Look
-from gui.guard import safe_override
-from passes.base import Match, NearMiss
-from passes.explain_render import explanation_html
+from fuselens.gui.actions import make_action
+from fuselens.gui.graph_view import NORMAL_LOOK, GraphView, Look
+from fuselens.gui.guard import safe_override
+from fuselens.passes.base import Match, NearMiss
+from fuselens.passes.explain_render import explanation_html
 
 if TYPE_CHECKING:
-    from gui.host import PanelHost
-    from gui.main_window import MainWindow
+    from fuselens.gui.host import PanelHost
+    from fuselens.gui.main_window import MainWindow
 
 ANIMATION_MS = 600
 PRESENTATION_ZOOM = 1.5  # node labels large enough for the back of the room

@@ -12,13 +12,13 @@ from collections.abc import Iterable
 import numpy as np
 from PySide6.QtWidgets import QDialog, QTextBrowser, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
-from core.graph import Graph, proto
-from core.graph.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR
-from core.graph.provenance import Provenance
-from core.layout import format_shape, tensor_shape
-from gui.selection import Selection
-from passes.base import Match, NearMiss
-from passes.explain_render import explanation_html
+from fuselens.core.graph import Graph, proto
+from fuselens.core.graph.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR
+from fuselens.core.graph.provenance import Provenance
+from fuselens.core.layout import format_shape, tensor_shape
+from fuselens.gui.selection import Selection
+from fuselens.passes.base import Match, NearMiss
+from fuselens.passes.explain_render import explanation_html
 
 HIDDEN_ATTRS = {"_output_shapes", "value", FUSED_NODES_ATTR}
 MAX_LISTED = 40

@@ -37,12 +37,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.ascend.remote import ADAPTERS, Check, Host, progress_of, transport_for
-from core.errors import Cancelled, FuseLensError
-from core.runtime import RunResult
-from gui.dialogs import show_error
-from gui.run_history import RunHistoryDialog
-from session.remote_run import (
+from fuselens.core.ascend.remote import ADAPTERS, Check, Host, progress_of, transport_for
+from fuselens.core.errors import Cancelled, FuseLensError
+from fuselens.core.runtime import RunResult
+from fuselens.gui.dialogs import show_error
+from fuselens.gui.run_history import RunHistoryDialog
+from fuselens.session.remote_run import (
     HostStore,
     RunHistory,
     RunRecord,
@@ -55,11 +55,11 @@ from session.remote_run import (
 )
 
 if TYPE_CHECKING:
-    from core.formats.loaders import LoadedModel
-    from core.graph import Graph
-    from core.runtime import RunResult
-    from gui.run_panel import RunPanel
-    from passes.pipeline import PipelineResult
+    from fuselens.core.formats.loaders import LoadedModel
+    from fuselens.core.graph import Graph
+    from fuselens.core.runtime import RunResult
+    from fuselens.gui.run_panel import RunPanel
+    from fuselens.passes.pipeline import PipelineResult
 
 REMOTE = "npu-host"
 TITLE = "Ascend NPU (host)"
@@ -309,7 +309,7 @@ class RemoteRuns:
 
     def _selection(self) -> list[str]:
         """The open pass selection as `fuselens` options (what a run records as its configuration)."""
-        from session.npu_export import import_command  # brings the NPU bundle writer: imported when first used
+        from fuselens.session.npu_export import import_command  # brings the NPU bundle writer: imported when first used
 
         pipeline = self.panel.session.pipeline
         assert pipeline is not None
@@ -401,8 +401,8 @@ def _imported(folder: Path, original: Graph | None, fused: Graph | None, pipelin
               model: LoadedModel | None) -> tuple[RunResult, Any]:
     """A run's results folder read onto the open graphs, with its predicted vs actual (the Ascend readers are
     imported here, when a run comes back, not with the window)."""
-    from core.ascend.profile_import import import_run_file
-    from session.npu_check import check_npu_result
+    from fuselens.core.ascend.profile_import import import_run_file
+    from fuselens.session.npu_check import check_npu_result
 
     result = import_run_file(folder, original, fused)
     return result, check_npu_result(pipeline, folder, result, model=model.name if model else "")

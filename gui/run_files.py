@@ -11,19 +11,19 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QInputDialog
 
-from core.errors import FuseLensError
-from core.formats.samples import SAMPLES
-from core.runtime import RunResult
-from core.runtime.run_view import parse_input_shapes
-from core.runtime.trace import write_chrome_trace, write_kernel_csv
-from gui.actions import make_action
-from gui.dialogs import save_dialog, show_error
-from session.tensorflow_helper import TensorFlowHelper
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.samples import SAMPLES
+from fuselens.core.runtime import RunResult
+from fuselens.core.runtime.run_view import parse_input_shapes
+from fuselens.core.runtime.trace import write_chrome_trace, write_kernel_csv
+from fuselens.gui.actions import make_action
+from fuselens.gui.dialogs import save_dialog, show_error
+from fuselens.session.tensorflow_helper import TensorFlowHelper
 
 if TYPE_CHECKING:
-    from core.ascend.npu_bundle import BundleReport
-    from gui.run_panel import RunPanel
-    from session.npu_check import CheckReport
+    from fuselens.core.ascend.npu_bundle import BundleReport
+    from fuselens.gui.run_panel import RunPanel
+    from fuselens.session.npu_check import CheckReport
 
 PROFILE_FILTER = "Profiles (op_summary_*.csv op_statistic_*.csv *.csv *.json);;All files (*)"
 
@@ -45,10 +45,10 @@ class RunFiles(QObject):
         pipeline, model = self.panel.session.pipeline, self.panel.session.model
 
         def work(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> tuple[RunResult, Any]:
-            from core.ascend.profile_import import import_run_file  # when a profile is first imported
+            from fuselens.core.ascend.profile_import import import_run_file  # when a profile is first imported
 
             result = import_run_file(path, original, fused)
-            from session.npu_check import check_npu_result
+            from fuselens.session.npu_check import check_npu_result
 
             return result, check_npu_result(pipeline, path, result, model=model.name if model else "")
 
@@ -126,7 +126,7 @@ class RunFiles(QObject):
         save_dialog(self.panel, title, name, file_filter, write, self.panel.status)
 
     def npu_script_dialog(self) -> None:
-        from core.ascend.npu_script import MODES
+        from fuselens.core.ascend.npu_script import MODES
 
         mode, ok = QInputDialog.getItem(self.panel, "NPU run script", "Ascend software stack:",
                                         [f"{m}: {title}" for m, title in MODES.items()], 0, False)

@@ -20,11 +20,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.errors import FuseLensError
-from session.remote_run import RunHistory, RunRecord
+from fuselens.core.errors import FuseLensError
+from fuselens.session.remote_run import RunHistory, RunRecord
 
 if TYPE_CHECKING:
-    from gui.remote_run import RemoteRuns
+    from fuselens.gui.remote_run import RemoteRuns
 
 COLUMNS = ("Started", "Model", "Host", "Status", "Note", "Run")
 

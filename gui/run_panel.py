@@ -32,32 +32,32 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.devices.backends import BackendStatus
-from core.errors import FuseLensError
-from core.graph import Graph
-from core.runtime.run_view import open_inputs, parse_input_shapes
-from gui.actions import make_action
-from gui.charts import KernelCharts, SummaryCards, Timeline
-from gui.dialogs import show_error
-from gui.graph_view import GraphView
-from gui.heat import HeatLegend, HeatOverlay
-from gui.kernel_table import KernelTable
-from gui.predicted_rows import CheckRow
-from gui.predicted_view import PredictedView
-from gui.selection import Selection, SelectionModel
-from gui.workers import Task, Worker, WorkerPool
-from session import FusionJob, Session
-from session.run_workflow import RunOutcome, RunSettings, run_both, run_request
+from fuselens.core.devices.backends import BackendStatus
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import Graph
+from fuselens.core.runtime.run_view import open_inputs, parse_input_shapes
+from fuselens.gui.actions import make_action
+from fuselens.gui.charts import KernelCharts, SummaryCards, Timeline
+from fuselens.gui.dialogs import show_error
+from fuselens.gui.graph_view import GraphView
+from fuselens.gui.heat import HeatLegend, HeatOverlay
+from fuselens.gui.kernel_table import KernelTable
+from fuselens.gui.predicted_rows import CheckRow
+from fuselens.gui.predicted_view import PredictedView
+from fuselens.gui.selection import Selection, SelectionModel
+from fuselens.gui.workers import Task, Worker, WorkerPool
+from fuselens.session import FusionJob, Session
+from fuselens.session.run_workflow import RunOutcome, RunSettings, run_both, run_request
 
 if TYPE_CHECKING:
-    from core.runtime import Progress, RunHandle, RunRequest, RunResult
-    from gui.host import PanelHost
-    from gui.remote_run import RemoteRuns
-    from gui.run_files import RunFiles
-    from passes.config import PassConfig
-    from passes.pipeline import PipelineResult
-    from session.layerwise import LayerwiseReport
-    from session.npu_check import CheckReport
+    from fuselens.core.runtime import Progress, RunHandle, RunRequest, RunResult
+    from fuselens.gui.host import PanelHost
+    from fuselens.gui.remote_run import RemoteRuns
+    from fuselens.gui.run_files import RunFiles
+    from fuselens.passes.config import PassConfig
+    from fuselens.passes.pipeline import PipelineResult
+    from fuselens.session.layerwise import LayerwiseReport
+    from fuselens.session.npu_check import CheckReport
 
 HelperFuse = Callable[[FusionJob, Callable[[str], None], Callable[[], bool]], "PipelineResult"]
 
@@ -89,7 +89,7 @@ class _BackendProbe:
         deliver(self.statuses)
 
     def _probe(self) -> None:
-        from core.runtime.backend_probe import probe_backends
+        from fuselens.core.runtime.backend_probe import probe_backends
 
         statuses = probe_backends()
         with self._lock:
@@ -437,8 +437,8 @@ def install_run_panel(host: PanelHost) -> RunPanel:
     """Add the run panel as a bottom dock, a Run menu, and Compile and run on the toolbar."""
     panel = RunPanel(host.session, host.selection, host.workers, host.status, host.views, host.window,
                      fuse=host.tensorflow.fuse)
-    from gui.remote_run import install_remote_runs
-    from gui.run_files import RunFiles
+    from fuselens.gui.remote_run import install_remote_runs
+    from fuselens.gui.run_files import RunFiles
 
     panel.remote = install_remote_runs(panel)
     panel.files = RunFiles(panel, host.tensorflow)

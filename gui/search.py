@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 
 from PySide6.QtWidgets import QLabel, QLineEdit, QWidget
 
-from gui.graph_view import GraphView
+from fuselens.gui.graph_view import GraphView
 
 
 class SearchHits:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, Signal
 
-from core.graph.provenance import Provenance
-from passes.base import Match, NearMiss
+from fuselens.core.graph.provenance import Provenance
+from fuselens.passes.base import Match, NearMiss
 
 
 @dataclass(frozen=True)

@@ -28,17 +28,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.formats.loaders import LoadedModel
-from core.graph import Graph
-from gui.dialogs import show_error
-from gui.selection import SelectionModel
-from gui.workers import WorkerPool
-from session import Session
+from fuselens.core.formats.loaders import LoadedModel
+from fuselens.core.graph import Graph
+from fuselens.gui.dialogs import show_error
+from fuselens.gui.selection import SelectionModel
+from fuselens.gui.workers import WorkerPool
+from fuselens.session import Session
 
 if TYPE_CHECKING:
-    from core.ascend.ge.diff import GraphDiff
-    from core.ascend.ge.stages import DumpFolder, Stage
-    from gui.host import PanelHost
+    from fuselens.core.ascend.ge.diff import GraphDiff
+    from fuselens.core.ascend.ge.stages import DumpFolder, Stage
+    from fuselens.gui.host import PanelHost
 
 MODEL_GRAPH = "__model__"  # the before choice that stands for the open model's own TF graph
 NAME_ROLE = Qt.ItemDataRole.UserRole
@@ -100,7 +100,9 @@ class StagesPanel(QWidget):
     def open_folder(self, path: str) -> None:
         """Scan a dump folder (files named ge_proto_* / ge_onnx_*) off the GUI thread."""
         self.status.showMessage(f"Scanning {path} for GE dumps…")
-        from core.ascend.ge.stages import scan_dump_folder  # the GE dump readers are imported when a folder is opened
+        from fuselens.core.ascend.ge.stages import (
+            scan_dump_folder,  # the GE dump readers are imported when a folder is opened
+        )
 
         self.workers.start("stages", f"scanning {path}", lambda progress, cancelled: scan_dump_folder(path),
                            on_finished=self._on_scanned,
@@ -170,7 +172,7 @@ class StagesPanel(QWidget):
         model = self.model_graph
 
         def load(progress, cancelled) -> tuple[LoadedModel, Graph, GraphDiff]:
-            from core.ascend.ge.diff import diff_graphs
+            from fuselens.core.ascend.ge.diff import diff_graphs
 
             progress(f"loading {after.label}")
             after_graph = after.load().graph

@@ -16,7 +16,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QToolButton, QWidget
 
-from core.errors import Cancelled, FuseLensError
+from fuselens.core.errors import Cancelled, FuseLensError
 
 log = logging.getLogger(__name__)
 

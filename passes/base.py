@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from core.graph import FORWARDING_OPS, Graph, GraphEditor, TensorRef
-from core.graph.provenance import Rewrite
-from passes.switch import NO_SWITCH, ToolchainSwitch
+from fuselens.core.graph import FORWARDING_OPS, Graph, GraphEditor, TensorRef
+from fuselens.core.graph.provenance import Rewrite
+from fuselens.passes.switch import NO_SWITCH, ToolchainSwitch
 
 # Near misses a printed summary lists per pass (passes.report); the others are counted.
 SHOWN_NEAR_MISSES = 5

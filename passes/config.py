@@ -23,15 +23,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from core.errors import FuseLensError
-from core.formats.switch_file import FusionSwitches, SwitchForms, parse_switch_file
-from passes.autofuse.autofuse_pass import AutoFusePass
-from passes.autofuse.flags import AutofuseFlags, parse_autofuse_flags
-from passes.base import FusionPass
-from passes.registry import catalog as builtin_catalog
-from passes.registry import find_pass
-from passes.scope.user_rules import UserRule, catalog_with_rules, load_rule_file
-from passes.switch import SCOPE
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.switch_file import FusionSwitches, SwitchForms, parse_switch_file
+from fuselens.passes.autofuse.autofuse_pass import AutoFusePass
+from fuselens.passes.autofuse.flags import AutofuseFlags, parse_autofuse_flags
+from fuselens.passes.base import FusionPass
+from fuselens.passes.registry import catalog as builtin_catalog
+from fuselens.passes.registry import find_pass
+from fuselens.passes.scope.user_rules import UserRule, catalog_with_rules, load_rule_file
+from fuselens.passes.switch import SCOPE
 
 AUTOFUSE_PASS_ID = AutoFusePass.id
 

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from core.graph import FORWARDING_OPS, Graph, TensorRef, proto
-from core.graph.provenance import Rewrite
-from passes.base import FusionPass, Match, PassResult, describe_error
+from fuselens.core.graph import FORWARDING_OPS, Graph, TensorRef, proto
+from fuselens.core.graph.provenance import Rewrite
+from fuselens.passes.base import FusionPass, Match, PassResult, describe_error
 
 # Ops that are not kernels: weights, reads of weights and shape arguments.
 NOT_KERNELS = FORWARDING_OPS | {"Const", "NoOp", "Placeholder"}

@@ -11,9 +11,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.graph import Graph, GraphEditor, TensorRef, opdefs, proto
-from core.graph.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR, XLA_MUST_COMPILE_ATTR
-from core.graph.nodes import make_node
+from fuselens.core.graph import Graph, GraphEditor, TensorRef, opdefs, proto
+from fuselens.core.graph.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR, XLA_MUST_COMPILE_ATTR
+from fuselens.core.graph.nodes import make_node
 
 
 def function_name(node_name: str) -> str:

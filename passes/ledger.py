@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from core.ascend.ge.fusion_result import GRAPH_FUSION, GraphLedger, LedgerRow, PassCount, compare_ledgers
-from passes.pipeline import PipelineResult
+from fuselens.core.ascend.ge.fusion_result import GRAPH_FUSION, GraphLedger, LedgerRow, PassCount, compare_ledgers
+from fuselens.passes.pipeline import PipelineResult
 
 DEFAULT_GRAPH = "0_0"
 # FuseLens passes that GE's FE runs under the same name (FE's fusion_pass_name.h), so fusion_result.json

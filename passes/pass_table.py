@@ -3,8 +3,8 @@ scripts/update_readme.py): a new pass module shows in it with no edit of the tab
 
 from __future__ import annotations
 
-from core.errors import FuseLensError
-from passes.registry import FAMILY_TITLES, catalog_rows
+from fuselens.core.errors import FuseLensError
+from fuselens.passes.registry import FAMILY_TITLES, catalog_rows
 
 
 def catalog_markdown() -> str:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from core.graph import Graph
-from passes.base import Reason
+from fuselens.core.graph import Graph
+from fuselens.passes.base import Reason
 
 
 class Pattern:

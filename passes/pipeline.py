@@ -7,13 +7,13 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from core.errors import Cancelled
-from core.graph import Graph
-from core.graph.provenance import Provenance
-from passes import explain as explanations
-from passes.base import PassResult, describe_error
-from passes.config import PassConfig
-from passes.registry import FAMILIES
+from fuselens.core.errors import Cancelled
+from fuselens.core.graph import Graph
+from fuselens.core.graph.provenance import Provenance
+from fuselens.passes import explain as explanations
+from fuselens.passes.base import PassResult, describe_error
+from fuselens.passes.config import PassConfig
+from fuselens.passes.registry import FAMILIES
 
 
 class _ComposedProvenance:

@@ -17,8 +17,8 @@ import pkgutil
 import sys
 from collections.abc import Iterable
 
-from core.errors import FuseLensError
-from passes.base import FusionPass
+from fuselens.core.errors import FuseLensError
+from fuselens.passes.base import FusionPass
 
 FAMILIES = ("scope", "amct", "autofuse")
 FAMILY_TITLES = {"scope": "Scope fusion (TF parser)", "amct": "AMCT pre-quantization", "autofuse": "AutoFuse"}

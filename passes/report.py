@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from passes.base import SHOWN_NEAR_MISSES, PassResult
-from passes.pipeline import PipelineResult
+from fuselens.passes.base import SHOWN_NEAR_MISSES, PassResult
+from fuselens.passes.pipeline import PipelineResult
 
 
 def op_count_diff(before: dict[str, int], after: dict[str, int]) -> list[str]:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.formats.switch_file import FusionSwitches, SwitchForms
-from passes.autofuse.flags import DEFAULT_CATEGORIES
-from passes.base import FusionPass
-from passes.config import AUTOFUSE_PASS_ID, PassConfig
-from passes.pipeline import PipelineResult
-from passes.switch import AMCT, AUTOFUSE, NONE, SCOPE, ToolchainSwitch
+from fuselens.core.formats.switch_file import FusionSwitches, SwitchForms
+from fuselens.passes.autofuse.flags import DEFAULT_CATEGORIES
+from fuselens.passes.base import FusionPass
+from fuselens.passes.config import AUTOFUSE_PASS_ID, PassConfig
+from fuselens.passes.pipeline import PipelineResult
+from fuselens.passes.switch import AMCT, AUTOFUSE, NONE, SCOPE, ToolchainSwitch
 
 BASELINE_AUTOFUSE_FLAGS = "--enable_autofuse=false"
 

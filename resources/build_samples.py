@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 import tensorflow as tf
 
-from core.formats.samples import SAMPLE_DIR, SAMPLES
+from fuselens.core.formats.samples import SAMPLE_DIR, SAMPLES
 
 v1 = tf.compat.v1
 
@@ -308,7 +308,7 @@ def main(argv: list[str]) -> None:
     for name in names:
         sample = SAMPLES.get(name)
         if sample is not None and sample.cached:
-            from core.formats.samples import sample_path
+            from fuselens.core.formats.samples import sample_path
 
             path = sample_path(name, build=False)
         else:

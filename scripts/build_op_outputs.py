@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.graph.opdefs import TABLE_PATH, op_entry  # noqa: E402
-from core.tfimport import import_tensorflow  # noqa: E402
+from fuselens.core.graph.opdefs import TABLE_PATH, op_entry  # noqa: E402
+from fuselens.core.tfimport import import_tensorflow  # noqa: E402
 
 
 def main() -> None:

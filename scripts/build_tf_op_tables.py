@@ -26,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.ascend.npu_target import TARGETS, attr_to_py  # noqa: E402
+from fuselens.core.ascend.npu_target import TARGETS, attr_to_py  # noqa: E402
 
 GEN_FILE = re.compile(r"^tensorflow(?:_core)?/(?:python/(?:[\w/]+/)?|compiler/tf2xla/ops/)gen_\w+\.py$")
 

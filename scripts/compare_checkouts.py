@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from core.formats.samples import SAMPLES, is_built, sample_path
+from fuselens.core.formats.samples import SAMPLES, is_built, sample_path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUTS = ("pb", "report", "ledger")

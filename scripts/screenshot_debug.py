@@ -31,10 +31,10 @@ def settle(app, seconds: float = 1.0) -> None:
 def main() -> int:
     from PySide6.QtWidgets import QApplication
 
-    from gui.main_window import MainWindow
-    from passes import registry
-    from passes.amct.depthwise_bn import DepthwiseConvBatchnormFusionPass
-    from passes.config import PassConfig
+    from fuselens.gui.main_window import MainWindow
+    from fuselens.passes import registry
+    from fuselens.passes.amct.depthwise_bn import DepthwiseConvBatchnormFusionPass
+    from fuselens.passes.config import PassConfig
     from tests.sessions.fault_models import MisfoldingConvBn, MisfoldingDepthwiseBn, conv_bn_chain
 
     for cls in (MisfoldingConvBn, MisfoldingDepthwiseBn):

@@ -21,7 +21,7 @@ LAYER_NORM = "bert/encoder/layer_0/attention/output/LayerNorm"
 def main() -> int:
     from PySide6.QtWidgets import QApplication, QDockWidget
 
-    from gui.main_window import MainWindow
+    from fuselens.gui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication([])
     OUT.mkdir(parents=True, exist_ok=True)

@@ -31,9 +31,9 @@ def main() -> int:
     os.environ["FUSELENS_DATA_DIR"] = str(tmp / "data")
     from PySide6.QtWidgets import QApplication
 
-    from gui.main_window import MainWindow
-    from gui.remote_run import REMOTE
-    from session.remote_run import HostStore
+    from fuselens.gui.main_window import MainWindow
+    from fuselens.gui.remote_run import REMOTE
+    from fuselens.session.remote_run import HostStore
     from tests.ssh_host import start_sshd, write_fake_ascend_host
 
     sshd = start_sshd(tmp / "sshd")

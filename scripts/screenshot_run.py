@@ -38,7 +38,7 @@ def main() -> int:
     os.environ["FUSELENS_DATA_DIR"] = str(tmp / "data")
     from PySide6.QtWidgets import QApplication
 
-    from gui.main_window import MainWindow
+    from fuselens.gui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication([])
     window = MainWindow()

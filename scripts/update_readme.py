@@ -8,7 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from passes.pass_table import with_pass_table  # noqa: E402
+from fuselens.passes.pass_table import with_pass_table  # noqa: E402
 
 PASS_TABLE_PAGE = ROOT / "docs" / "reference" / "passes.md"
 

@@ -29,17 +29,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.errors import Cancelled, FuseLensError
-from core.formats.io import write_bytes_atomic
-from core.graph import Graph
-from core.measure.compare import TOLERANCES
-from core.measure.result import RunResult
-from core.runtime.runner import RunnerProcess, RunRequest, start_run
-from passes.base import Match
-from passes.config import AUTOFUSE_PASS_ID, PassConfig
-from passes.pipeline import PipelineResult
-from session.layerwise import Fuse
-from session.run_workflow import wait_cancellable
+from fuselens.core.errors import Cancelled, FuseLensError
+from fuselens.core.formats.io import write_bytes_atomic
+from fuselens.core.graph import Graph
+from fuselens.core.measure.compare import TOLERANCES
+from fuselens.core.measure.result import RunResult
+from fuselens.core.runtime.runner import RunnerProcess, RunRequest, start_run
+from fuselens.passes.base import Match
+from fuselens.passes.config import AUTOFUSE_PASS_ID, PassConfig
+from fuselens.passes.pipeline import PipelineResult
+from fuselens.session.layerwise import Fuse
+from fuselens.session.run_workflow import wait_cancellable
 
 MODES = ("numeric", "time")
 REFUSE_ROUNDS = 3  # skipping matches can reveal new ones; they are skipped too, this many times at most

@@ -8,12 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.graph import Graph
-from core.measure.result import RunResult
-from core.runtime.runner import RunRequest, run
-from passes.config import PassConfig
-from passes.pipeline import PipelineResult
-from session.layerwise import Fuse
+from fuselens.core.graph import Graph
+from fuselens.core.measure.result import RunResult
+from fuselens.core.runtime.runner import RunRequest, run
+from fuselens.passes.config import PassConfig
+from fuselens.passes.pipeline import PipelineResult
+from fuselens.session.layerwise import Fuse
 
 NO_KERNEL_OPS = frozenset({"Const", "Identity", "NoOp", "Placeholder"})  # ops that launch no kernel of their own
 SIDE_LABELS = ("original", "fused")  # the runner's labels for side A and side B

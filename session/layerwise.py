@@ -21,15 +21,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import FuseLensError
-from core.graph import Graph
-from core.graph.provenance import Provenance
-from core.measure.compare import pair_outputs
-from core.measure.result import OutputComparison
-from core.runtime.runner import LayerProbe
-from passes.base import Match
-from passes.config import PassConfig
-from passes.pipeline import PipelineResult
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import Graph
+from fuselens.core.graph.provenance import Provenance
+from fuselens.core.measure.compare import pair_outputs
+from fuselens.core.measure.result import OutputComparison
+from fuselens.core.runtime.runner import LayerProbe
+from fuselens.passes.base import Match
+from fuselens.passes.config import PassConfig
+from fuselens.passes.pipeline import PipelineResult
 
 FINAL = "fused"  # the LayerProbe label of the fused graph itself
 

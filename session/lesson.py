@@ -15,16 +15,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.formats.io import write_bytes_atomic
-from core.graph import Graph
-from core.graph.provenance import Provenance
-from core.layout import Layout, dot_source, layered_positions, visible_graph
-from core.layout.dot import run_dot
-from core.layout.plain import apply_plain
-from core.layout.svg import layout_svg, standalone_svg
-from passes.base import Match
-from passes.explain_render import explanation_html, explanation_markdown, human_bytes
-from passes.pipeline import PipelineResult
+from fuselens.core.formats.io import write_bytes_atomic
+from fuselens.core.graph import Graph
+from fuselens.core.graph.provenance import Provenance
+from fuselens.core.layout import Layout, dot_source, layered_positions, visible_graph
+from fuselens.core.layout.dot import run_dot
+from fuselens.core.layout.plain import apply_plain
+from fuselens.core.layout.svg import layout_svg, standalone_svg
+from fuselens.passes.base import Match
+from fuselens.passes.explain_render import explanation_html, explanation_markdown, human_bytes
+from fuselens.passes.pipeline import PipelineResult
 
 DOT_SECONDS = 5.0
 MAX_BOXES = 60  # a neighbourhood bigger than this is cut to the match itself

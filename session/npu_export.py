@@ -14,11 +14,11 @@ import os
 import shlex
 from collections.abc import Mapping, Sequence
 
-from core.ascend.npu_bundle import BundleReport, BundleSide, write_npu_bundle
-from passes.autofuse.flags import AutofuseFlags
-from passes.config import PassConfig
-from passes.pipeline import PipelineResult, run_pipeline
-from passes.toolchain import baseline_forms, fused_forms, limits, switch_of
+from fuselens.core.ascend.npu_bundle import BundleReport, BundleSide, write_npu_bundle
+from fuselens.passes.autofuse.flags import AutofuseFlags
+from fuselens.passes.config import PassConfig
+from fuselens.passes.pipeline import PipelineResult, run_pipeline
+from fuselens.passes.toolchain import baseline_forms, fused_forms, limits, switch_of
 
 RESULTS = "{results}"
 

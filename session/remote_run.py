@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from core.ascend.remote import Host, Launched, RemoteError, transport_for
-from core.errors import FuseLensError
-from core.formats.io import write_json_atomic
+from fuselens.core.ascend.remote import Host, Launched, RemoteError, transport_for
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.io import write_json_atomic
 
 
 def config_dir() -> Path:

@@ -12,13 +12,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from core.errors import Cancelled, FuseLensError
-from core.graph import Graph
-from passes.pipeline import PipelineResult
+from fuselens.core.errors import Cancelled, FuseLensError
+from fuselens.core.graph import Graph
+from fuselens.passes.pipeline import PipelineResult
 
 if TYPE_CHECKING:  # the runner and the layerwise plan are imported by a run, not by the window's start
-    from core.runtime import Progress, RunHandle, RunRequest, RunResult
-    from session.layerwise import Fuse, LayerwiseReport
+    from fuselens.core.runtime import Progress, RunHandle, RunRequest, RunResult
+    from fuselens.session.layerwise import Fuse, LayerwiseReport
 
 
 @dataclass
@@ -46,7 +46,7 @@ class RunOutcome:
 
 def run_request(original: Graph, pipeline: PipelineResult, model: str, settings: RunSettings) -> RunRequest:
     """The request of `original` vs `pipeline.fused`; provenance pairs the outputs a fusion renamed."""
-    from core.runtime import RunRequest
+    from fuselens.core.runtime import RunRequest
 
     return RunRequest(
         original=original, fused=pipeline.fused, model=model, config=pipeline.config, backend=settings.backend,
@@ -62,8 +62,8 @@ def run_both(request: RunRequest, pipeline: PipelineResult, *, layerwise: Fuse |
     """Plan the layerwise stages when `layerwise` (the fusion to re-run up to each pass) is given, run both
     graphs in a child process and wait; `cancelled()` or Ctrl-C stops the child and raises Cancelled /
     KeyboardInterrupt."""
-    from core.runtime import start_run
-    from session.layerwise import build_report, plan_layers
+    from fuselens.core.runtime import start_run
+    from fuselens.session.layerwise import build_report, plan_layers
 
     plan = None
     if layerwise is not None:

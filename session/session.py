@@ -15,19 +15,19 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.errors import FuseLensError
-from core.formats.io import write_bytes_atomic, write_json_atomic
-from core.formats.loaders import LoadedModel
-from core.graph import Graph
-from core.graph.provenance import Provenance
-from core.measure.result import RunResult
-from passes.config import PassConfig
-from passes.pipeline import PipelineResult, run_pipeline
-from passes.report import build_report
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.io import write_bytes_atomic, write_json_atomic
+from fuselens.core.formats.loaders import LoadedModel
+from fuselens.core.graph import Graph
+from fuselens.core.graph.provenance import Provenance
+from fuselens.core.measure.result import RunResult
+from fuselens.passes.config import PassConfig
+from fuselens.passes.pipeline import PipelineResult, run_pipeline
+from fuselens.passes.report import build_report
 
 if TYPE_CHECKING:
-    from session.bisect import BisectResult
-    from session.layerwise import LayerwiseReport
+    from fuselens.session.bisect import BisectResult
+    from fuselens.session.layerwise import LayerwiseReport
 
 SIDES = ("before", "after")
 
@@ -243,7 +243,7 @@ class Session:
 
     def export_lesson(self, path: str | Path, match_ids: list[str] | None = None) -> Path:
         """The lesson page (session/lesson.py) for this model and configuration: HTML, or Markdown for .md."""
-        from session.lesson import write_lesson
+        from fuselens.session.lesson import write_lesson
 
         protect = self.model.path if Path(self.model.path).exists() else None
         return write_lesson(path, self._need_pipeline(), model=self.model.name, match_ids=match_ids, protect=protect)

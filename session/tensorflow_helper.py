@@ -4,7 +4,7 @@ Shape inference of a graph without `_output_shapes`, SavedModel / Keras loading,
 the first build of a cached Keras sample import TensorFlow, and so may fusion (an op missing from
 resources/op_outputs.json, a graph whose shapes must be inferred); a TensorFlow abort or segfault
 there would close the window with the user's work. Here they run in
-`python -m session.tensorflow_helper FD`, started in the background when the window opens. A fusion
+`python -m fuselens.session.tensorflow_helper FD`, started in the background when the window opens. A fusion
 that cannot import TensorFlow (`fusion_needs_tensorflow`: the graph records its shapes, the table
 describes its ops) runs in the window's own worker instead, as reading a .pb does: protobuf answers
 all it asks, and the helper would only add the graph's and the pipeline's pickling and its own
@@ -40,20 +40,20 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.errors import Cancelled, FuseLensError
-from core.formats.loaders import LoadedModel, detect_format, load_model
-from core.formats.samples import SAMPLES, is_built
-from core.formats.tfshapes import ensure_shapes
-from core.graph import Graph, opdefs
-from core.runtime.childproc import ChildProcess
-from passes.pipeline import PipelineResult
-from passes.registry import catalog, mirror_catalog
-from session.session import FusionJob
+from fuselens.core.errors import Cancelled, FuseLensError
+from fuselens.core.formats.loaders import LoadedModel, detect_format, load_model
+from fuselens.core.formats.samples import SAMPLES, is_built
+from fuselens.core.formats.tfshapes import ensure_shapes
+from fuselens.core.graph import Graph, opdefs
+from fuselens.core.runtime.childproc import ChildProcess
+from fuselens.passes.pipeline import PipelineResult
+from fuselens.passes.registry import catalog, mirror_catalog
+from fuselens.session.session import FusionJob
 
 if TYPE_CHECKING:
-    from core.ascend.npu_bundle import BundleReport
+    from fuselens.core.ascend.npu_bundle import BundleReport
 
-MODULE = "session.tensorflow_helper"
+MODULE = "fuselens.session.tensorflow_helper"
 TENSORFLOW_FORMATS = frozenset({"savedmodel", "keras", "h5"})
 CANCEL_GRACE_S = 3.0  # a cancelled request may finish this long (its result is dropped) before the helper is killed
 IDLE_BEFORE_IMPORT_S = 1.0  # after "warm", TensorFlow is imported once no request came for this long
@@ -246,7 +246,7 @@ def _serve(conn: Connection, import_tensorflow: Callable[[], Any] | None = None)
     """Answer requests until the window closes its end; "warm" asks for TensorFlow to be imported
     once the helper is idle (IDLE_BEFORE_IMPORT_S without a request), not before the next request."""
     if import_tensorflow is None:
-        from core.tfimport import import_tensorflow
+        from fuselens.core.tfimport import import_tensorflow
 
     fault = os.environ.get(FAULT_ENV, "")
     warm = False
@@ -282,7 +282,7 @@ def _work(kind: str, payload: Any, progress: Progress) -> Any:
         _register(registered)
         return job.fuse(progress, lambda: False)
     if kind == "npu_bundle":
-        from session.npu_export import export_npu_bundle
+        from fuselens.session.npu_export import export_npu_bundle
 
         folder, pipeline, options, registered = payload
         _register(registered)

@@ -9,7 +9,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest
 
-from core.formats.loaders import load_model
+from fuselens.core.formats.loaders import load_model
 
 
 @pytest.fixture(scope="session")

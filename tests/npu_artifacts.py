@@ -31,10 +31,10 @@ from google.protobuf import text_format
 from onnx import onnx_ml_pb2
 from tensorboard.compat.proto import types_pb2
 
-from core.ascend.ge.dump import GE_ONNX, GE_PROTO, ge_messages
-from core.formats.tfshapes import ensure_shapes
-from core.graph import Graph, proto
-from passes.pipeline import PipelineResult
+from fuselens.core.ascend.ge.dump import GE_ONNX, GE_PROTO, ge_messages
+from fuselens.core.formats.tfshapes import ensure_shapes
+from fuselens.core.graph import Graph, proto
+from fuselens.passes.pipeline import PipelineResult
 from tests.core.test_run_view import write_op_summary
 
 STAMP = "20260101120000"  # msprof's export time stamp in file names
@@ -357,7 +357,7 @@ def write_npu_run(root: Path, pipeline: PipelineResult, *, toolchain_fuses: bool
     (its final graph is FuseLens's fused graph, with GE's provenance attributes); without, it fused
     nothing. `ledger` gives the toolchain's counts (match, effect) per pass; by default FuseLens's own
     counts for the GE-named passes plus one GE pass FuseLens does not model."""
-    from passes.ledger import FE_PASS_NAMES, pipeline_ledger
+    from fuselens.passes.ledger import FE_PASS_NAMES, pipeline_ledger
 
     final, fusions = (pipeline.fused, toolchain_fusions(pipeline)) if toolchain_fuses else (pipeline.original, {})
     write_dump_folder(root / "dumps", [("PreRunBegin", ge_ops(pipeline.original)), (stage, ge_ops(final, fusions))],

@@ -121,10 +121,10 @@ PROF_NAME = "PROF_000001_20260101120000000_ABCDEFGHIJ"  # tests/npu_artifacts.py
 
 def play_toolchain(session: dict[str, Any]) -> None:
     """Fuse the session's graph as its switches say and write what GE, FE and the profiler leave."""
-    from core.graph import Graph
-    from passes.config import PassConfig
-    from passes.ledger import FE_PASS_NAMES, pipeline_ledger
-    from passes.pipeline import run_pipeline
+    from fuselens.core.graph import Graph
+    from fuselens.passes.config import PassConfig
+    from fuselens.passes.ledger import FE_PASS_NAMES, pipeline_ledger
+    from fuselens.passes.pipeline import run_pipeline
     from tests.npu_artifacts import (
         FINAL_STAGE,
         fusion_result_text,

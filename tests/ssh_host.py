@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.ascend.remote import Host
+from fuselens.core.ascend.remote import Host
 from tests.npu_host import write_stub_host
 
 SSHD = "/usr/sbin/sshd"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from core.graph import proto
-from core.graph.wire import SerializedGraphDef
+from fuselens.core.graph import proto
+from fuselens.core.graph.wire import SerializedGraphDef
 from tests.zoo.models import zoo_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,7 +25,7 @@ ZOO_MODEL = "MobileNetV3Small"
 # the exit codes and whether TensorFlow was imported.
 DRIVER = """
 import json, sys
-import main
+from fuselens import main
 jobs = json.load(open(sys.argv[1]))
 codes = [main.main(["fuse", model, "-o", out, "--report", report]) for model, out, report in jobs]
 print(json.dumps({"codes": codes, "tensorflow": sorted(m for m in sys.modules if m.split(".")[0] == "tensorflow")[:3]}))

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.ascend.npu_script import (
+from fuselens.core.ascend.npu_script import (
     DRIVER_NAME,
     DRIVER_SOURCE,
     DUMP,
@@ -31,13 +31,13 @@ from core.ascend.npu_script import (
     bundle_spec,
     side_spec,
 )
-from core.ascend.npu_target import for_target, target_of
-from core.errors import FuseLensError
-from core.formats.execute import resolve_input_shape
-from core.formats.io import write_bytes_atomic
-from core.formats.switch_file import SwitchForms, skip_node_names_cfg
-from core.graph import Graph
-from core.measure.compare import pair_outputs
+from fuselens.core.ascend.npu_target import for_target, target_of
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.execute import resolve_input_shape
+from fuselens.core.formats.io import write_bytes_atomic
+from fuselens.core.formats.switch_file import SwitchForms, skip_node_names_cfg
+from fuselens.core.graph import Graph
+from fuselens.core.measure.compare import pair_outputs
 
 SIDE_TITLES = {"original": "baseline: the model as it is, every toolchain fusion FuseLens models switched off",
                "fused": "the graph AMCT hands over (FuseLens's AMCT passes), the toolchain switched as chosen"}

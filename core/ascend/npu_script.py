@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.ascend.npu_target import TARGETS, target_of
-from core.devices import npu_session
+from fuselens.core.ascend.npu_target import TARGETS, target_of
+from fuselens.core.devices import npu_session
 
 MODES = {mode: target.title for mode, target in TARGETS.items()}
 # The driver runs on the Ascend host, not in FuseLens: it is kept as data (host/, no package) and copied.

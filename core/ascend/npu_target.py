@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.errors import FuseLensError
-from core.tfimport import import_tensorflow
+from fuselens.core.errors import FuseLensError
+from fuselens.core.tfimport import import_tensorflow
 
 TABLES = Path(__file__).with_name("tf_targets")
 _DOCS = "https://www.tensorflow.org/versions/{}/api_docs/{}"

@@ -14,11 +14,11 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from core.errors import FuseLensError
-from core.graph import Graph
-from core.measure.msprof import PROFILE_FILES, import_profile
-from core.measure.profile import NodeMapper
-from core.measure.result import GraphRun, RunResult
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import Graph
+from fuselens.core.measure.msprof import PROFILE_FILES, import_profile
+from fuselens.core.measure.profile import NodeMapper
+from fuselens.core.measure.result import GraphRun, RunResult
 
 
 def mapped_to(run: GraphRun, graph: Graph) -> GraphRun:

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.errors import FuseLensError
+from fuselens.core.errors import FuseLensError
 
 LOCAL = "local"  # the address of "this machine"
 DRIVER = "run_on_npu.py"

@@ -11,8 +11,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import FuseLensError
-from core.tfimport import import_tensorflow
+from fuselens.core.errors import FuseLensError
+from fuselens.core.tfimport import import_tensorflow
 
 BACKENDS = ("cpu", "gpu", "npu")
 

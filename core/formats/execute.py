@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from core.errors import FuseLensError
-from core.graph import Graph, proto
-from core.tfimport import import_tensorflow
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import Graph, proto
+from fuselens.core.tfimport import import_tensorflow
 
 
 def resolve_input_shape(graph: Graph, name: str,

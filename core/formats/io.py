@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from core.errors import FuseLensError
+from fuselens.core.errors import FuseLensError
 
 
 def check_output_path(path: str | os.PathLike[str], *, protect: str | None = None) -> Path:

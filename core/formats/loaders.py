@@ -15,11 +15,11 @@ from pathlib import Path
 from google.protobuf import message as pb_message
 from google.protobuf import text_format
 
-from core.errors import FuseLensError
-from core.formats.samples import SAMPLES, sample_path
-from core.graph import Graph, SerializedGraphDef, proto
-from core.tfimport import import_tensorflow
-from core.wording import shown
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.samples import SAMPLES, sample_path
+from fuselens.core.graph import Graph, SerializedGraphDef, proto
+from fuselens.core.tfimport import import_tensorflow
+from fuselens.core.wording import shown
 
 MAGIC = {
     b"\x89PNG\r\n\x1a\n": "a PNG image",

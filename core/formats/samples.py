@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from core.errors import FuseLensError
+from fuselens.core.errors import FuseLensError
 
 RESOURCES = Path(__file__).resolve().parents[2] / "resources"
 SAMPLE_DIR = RESOURCES / "samples"

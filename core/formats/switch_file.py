@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from core.errors import FuseLensError
-from core.wording import shown
+from fuselens.core.errors import FuseLensError
+from fuselens.core.wording import shown
 
 SECTIONS = ("GraphFusion", "UBFusion")
 STATES = ("on", "off")

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core.errors import FuseLensError
-from core.graph import proto
-from core.tfimport import import_tensorflow
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import proto
+from fuselens.core.tfimport import import_tensorflow
 
 if TYPE_CHECKING:
-    from core.graph import Graph
+    from fuselens.core.graph import Graph
 
 TensorInfo = tuple[int, "tuple[int | None, ...] | None"]  # (DataType enum, shape)
 

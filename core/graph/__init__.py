@@ -8,11 +8,11 @@ A pass never edits a NodeDef it received. It asks `graph.editor()` for a copy-on
 TensorFlow: shapes are data the loaders and the TensorFlow helper supply.
 """
 
-from core.graph.edges import Consumer, TensorRef
-from core.graph.editor import GraphEditor
-from core.graph.order import topological_sort
-from core.graph.queries import FORWARDING_OPS, LOOP_BACK_EDGE_OPS, NON_OUTPUT_OPS, Graph, attr_value
-from core.graph.wire import WRITTEN_NODE_BYTES, SerializedGraphDef
+from fuselens.core.graph.edges import Consumer, TensorRef
+from fuselens.core.graph.editor import GraphEditor
+from fuselens.core.graph.order import topological_sort
+from fuselens.core.graph.queries import FORWARDING_OPS, LOOP_BACK_EDGE_OPS, NON_OUTPUT_OPS, Graph, attr_value
+from fuselens.core.graph.wire import WRITTEN_NODE_BYTES, SerializedGraphDef
 
 __all__ = [
     "FORWARDING_OPS",

@@ -9,13 +9,13 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from core.graph import proto
-from core.graph.edges import TensorRef
-from core.graph.tables import NodeTable
-from core.graph.wire import WRITTEN_NODE_BYTES, NodeRecords
+from fuselens.core.graph import proto
+from fuselens.core.graph.edges import TensorRef
+from fuselens.core.graph.tables import NodeTable
+from fuselens.core.graph.wire import WRITTEN_NODE_BYTES, NodeRecords
 
 if TYPE_CHECKING:
-    from core.graph.queries import Graph
+    from fuselens.core.graph.queries import Graph
 
 
 class GraphEditor:

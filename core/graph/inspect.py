@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from core.graph import Graph
+from fuselens.core.graph import Graph
 
 
 def scope_counts(graph: Graph, depth: int = 1) -> Counter[str]:

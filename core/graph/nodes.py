@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from core.graph import proto
+from fuselens.core.graph import proto
 
 
 def make_attr(value: Any) -> proto.AttrValue:

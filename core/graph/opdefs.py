@@ -20,9 +20,9 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from core.errors import FuseLensError
-from core.graph import proto
-from core.tfimport import import_tensorflow
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import proto
+from fuselens.core.tfimport import import_tensorflow
 
 TABLE_PATH = Path(__file__).resolve().parents[2] / "resources" / "op_outputs.json"
 _ARG_FIELDS = ("type", "type_attr", "number_attr", "type_list_attr")

@@ -22,8 +22,8 @@ from tensorboard.compat.proto import (
     types_pb2,
 )
 
-from core.errors import FuseLensError
-from core.tfimport import import_tensorflow
+from fuselens.core.errors import FuseLensError
+from fuselens.core.tfimport import import_tensorflow
 
 GraphDef = graph_pb2.GraphDef
 NodeDef = node_def_pb2.NodeDef

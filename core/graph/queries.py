@@ -17,16 +17,22 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.errors import FuseLensError
-from core.graph import opdefs, proto
-from core.graph.edges import Consumer, TensorRef
-from core.graph.editor import GraphEditor
-from core.graph.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR, XLA_MUST_COMPILE_ATTR, FusedInfo
-from core.graph.order import kahn
-from core.graph.shapes import infer_static_shapes
-from core.graph.tables import NodeTable, Positions
-from core.graph.wire import SerializedGraphDef, node_records, record_head
-from core.wording import shown
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import opdefs, proto
+from fuselens.core.graph.edges import Consumer, TensorRef
+from fuselens.core.graph.editor import GraphEditor
+from fuselens.core.graph.fused import (
+    FUSED_NODES_ATTR,
+    FUSED_OP_TYPE_ATTR,
+    FUSION_PASS_ATTR,
+    XLA_MUST_COMPILE_ATTR,
+    FusedInfo,
+)
+from fuselens.core.graph.order import kahn
+from fuselens.core.graph.shapes import infer_static_shapes
+from fuselens.core.graph.tables import NodeTable, Positions
+from fuselens.core.graph.wire import SerializedGraphDef, node_records, record_head
+from fuselens.core.wording import shown
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from core.graph import proto
+from fuselens.core.graph import proto
 
 if TYPE_CHECKING:
-    from core.graph.queries import Graph
+    from fuselens.core.graph.queries import Graph
 
 Shape = tuple[int | None, ...] | None
 ShapeFunction = Callable[["Known", proto.NodeDef, list[Shape]], list[Shape]]

@@ -8,7 +8,7 @@ from array import array
 from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from typing import Any
 
-from core.graph import proto
+from fuselens.core.graph import proto
 
 
 class Positions(Mapping[str, int]):

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 from typing import Any
 
-from core.graph import proto
+from fuselens.core.graph import proto
 
 # A node up to this size (read from a .pb, or made by a pass) is kept as its serialized record and decoded
 # when read; a larger one (a weight) is kept parsed, which costs about its bytes and no copy per read.

@@ -19,14 +19,21 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from core.errors import Cancelled
-from core.graph import Graph
-from core.layout.cache import LAYOUT_VERSION, LayoutCache, default_cache, structure_key
-from core.layout.dot import DOT_TIMEOUT, dot_source
-from core.layout.drawn import collapsible_scopes, const_shape, format_shape, short_name, tensor_shape, visible_graph
-from core.layout.engine import position_boxes
-from core.layout.layered import layered_positions
-from core.layout.model import FRAME_PREFIX, SCOPE_PREFIX, Layout, LayoutEdge, LayoutNode
+from fuselens.core.errors import Cancelled
+from fuselens.core.graph import Graph
+from fuselens.core.layout.cache import LAYOUT_VERSION, LayoutCache, default_cache, structure_key
+from fuselens.core.layout.dot import DOT_TIMEOUT, dot_source
+from fuselens.core.layout.drawn import (
+    collapsible_scopes,
+    const_shape,
+    format_shape,
+    short_name,
+    tensor_shape,
+    visible_graph,
+)
+from fuselens.core.layout.engine import position_boxes
+from fuselens.core.layout.layered import layered_positions
+from fuselens.core.layout.model import FRAME_PREFIX, SCOPE_PREFIX, Layout, LayoutEdge, LayoutNode
 
 __all__ = [
     "DOT_TIMEOUT",

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from core.errors import FuseLensError
-from core.formats.io import write_bytes_atomic
-from core.graph import Graph
-from core.graph.fused import FUSED_OP_TYPE_ATTR
-from core.layout.model import Layout
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.io import write_bytes_atomic
+from fuselens.core.graph import Graph
+from fuselens.core.graph.fused import FUSED_OP_TYPE_ATTR
+from fuselens.core.layout.model import Layout
 
 LAYOUT_VERSION = 3  # bump when the output changes, so stale disk-cache files are not reused
 # Per graph: whether its shapes were inferred when hashed, and the hash of its nodes (see structure_key).
@@ -93,6 +93,6 @@ class LayoutCache:
 
 def default_cache() -> LayoutCache:
     """The window's cache: `layouts/` in the user cache folder (~/.cache/fuselens unless overridden)."""
-    from core.formats.samples import cache_dir
+    from fuselens.core.formats.samples import cache_dir
 
     return LayoutCache(cache_dir() / "layouts")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.layout.model import Layout, LayoutEdge, LayoutNode
+from fuselens.core.layout.model import Layout, LayoutEdge, LayoutNode
 
 EdgeKey = tuple[str, str, bool]
 

@@ -11,8 +11,8 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from core.errors import Cancelled
-from core.layout.model import Layout
+from fuselens.core.errors import Cancelled
+from fuselens.core.layout.model import Layout
 
 DOT_TIMEOUT = 8.0  # seconds before the layered fallback takes over
 POINTS_PER_INCH = 72.0

@@ -11,10 +11,10 @@ import weakref
 from collections import defaultdict
 from collections.abc import Iterable
 
-from core.graph import Graph, TensorRef, proto
-from core.graph.opclass import op_category
-from core.layout.model import SCOPE_PREFIX, Layout, LayoutEdge, LayoutNode
-from core.layout.overview import drawn_name
+from fuselens.core.graph import Graph, TensorRef, proto
+from fuselens.core.graph.opclass import op_category
+from fuselens.core.layout.model import SCOPE_PREFIX, Layout, LayoutEdge, LayoutNode
+from fuselens.core.layout.overview import drawn_name
 
 # px per character of the view's three label fonts (bold 8.5 pt op type, 7.5 pt name, 6.5 pt weights),
 # measured with DejaVu Sans plus a margin, so that op types such as FusedBatchNormV3 are not clipped

@@ -10,11 +10,11 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 
-from core.layout import dot
-from core.layout.dot import dot_source
-from core.layout.layered import layered_positions
-from core.layout.model import Layout
-from core.layout.plain import apply_plain
+from fuselens.core.layout import dot
+from fuselens.core.layout.dot import dot_source
+from fuselens.core.layout.layered import layered_positions
+from fuselens.core.layout.model import Layout
+from fuselens.core.layout.plain import apply_plain
 
 DOT_MAX_BOXES = 1000  # above this many boxes the rows of the layered engine, without trying dot
 

@@ -18,9 +18,9 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 
-from core.graph import Graph, proto
-from core.layout.cache import LayoutCache, structure_key
-from core.layout.drawn import (
+from fuselens.core.graph import Graph, proto
+from fuselens.core.layout.cache import LayoutCache, structure_key
+from fuselens.core.layout.drawn import (
     OP_CHAR_WIDTH,
     const_shape,
     fold_constants,
@@ -30,8 +30,8 @@ from core.layout.drawn import (
     tensor_shape,
     visible_graph,
 )
-from core.layout.engine import position_boxes
-from core.layout.model import FRAME_PREFIX, SCOPE_PREFIX, Layout, LayoutEdge, LayoutNode, copy_with
+from fuselens.core.layout.engine import position_boxes
+from fuselens.core.layout.model import FRAME_PREFIX, SCOPE_PREFIX, Layout, LayoutEdge, LayoutNode, copy_with
 
 BODY_SEP = "::"  # a fused node's body box is keyed `<fused node><BODY_SEP><body node>`
 PORT_PREFIX = "@"  # body boxes of the function's arguments (`@input_0`) and results (`@output_0`)

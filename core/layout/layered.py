@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from core.graph import topological_sort
-from core.layout.drawn import NODE_HEIGHT, WEIGHT_LINE_HEIGHT
-from core.layout.model import Layout, copy_with
+from fuselens.core.graph import topological_sort
+from fuselens.core.layout.drawn import NODE_HEIGHT, WEIGHT_LINE_HEIGHT
+from fuselens.core.layout.model import Layout, copy_with
 
 GAP_X = 24.0
 GAP_Y = 36.0

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TypeVar
 
-from core.graph.opclass import Category
+from fuselens.core.graph.opclass import Category
 
 SCOPE_PREFIX = "scope:"
 FRAME_PREFIX = "open scope:"  # a scope box opened in place: the frame around its content

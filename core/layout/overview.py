@@ -14,7 +14,7 @@ import posixpath
 from collections import defaultdict
 from collections.abc import Iterable
 
-from core.graph import Graph
+from fuselens.core.graph import Graph
 
 BIG_GRAPH_NODES = 1500  # above this many drawn nodes, the first view is collapsed
 OPEN_SCOPE_NODES = 400  # a scope with more nodes than this opens with its sub-scopes collapsed

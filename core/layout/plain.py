@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import replace
 
-from core.layout.dot import POINTS_PER_INCH
-from core.layout.model import Layout
+from fuselens.core.layout.dot import POINTS_PER_INCH
+from fuselens.core.layout.model import Layout
 
 Point = tuple[float, float]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping
 
-from core.graph.opclass import BORDER, DIFF_COLOURS, PALETTE
-from core.layout.model import Layout, LayoutEdge
+from fuselens.core.graph.opclass import BORDER, DIFF_COLOURS, PALETTE
+from fuselens.core.layout.model import Layout, LayoutEdge
 
 STATUS_OUTLINE = {status: border for status, (_fill, border) in DIFF_COLOURS.items()}
 MARGIN = 12.0

@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from core.errors import FuseLensError
-from core.graph import Graph
-from core.measure.result import OutputComparison
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import Graph
+from fuselens.core.measure.result import OutputComparison
 
 # (rtol, atol) for np.allclose: |fused - original| <= atol + rtol * |original|
 TOLERANCES: dict[str, tuple[float, float]] = {

@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import FuseLensError
-from core.graph import Graph
-from core.measure.profile import KernelEvent, build_graph_run
-from core.measure.result import GraphRun, KernelStat, RunResult
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import Graph
+from fuselens.core.measure.profile import KernelEvent, build_graph_run
+from fuselens.core.measure.result import GraphRun, KernelStat, RunResult
 
 INVALID = 4294967295
 MISSING = ("", "N/A", "NA", "n/a", "-")

@@ -13,8 +13,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from core.graph import Graph
-from core.measure.result import GraphRun, KernelStat, TimelineEvent
+from fuselens.core.graph import Graph
+from fuselens.core.measure.result import GraphRun, KernelStat, TimelineEvent
 
 # Executor bookkeeping, not computation: left out of kernel tables and counts.
 BOOKKEEPING_OPS = frozenset({"NoOp", "_Arg", "_Retval", "_Send", "_Recv", "_HostSend", "_HostRecv", "Const",

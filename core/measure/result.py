@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from core.errors import FuseLensError
-from core.formats.io import write_json_atomic
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.io import write_json_atomic
 
 RUN_FILE_FORMAT = "fuselens-run"
 RUN_FILE_VERSION = 1

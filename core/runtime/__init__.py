@@ -14,13 +14,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from core.measure.result import GraphRun, KernelStat, OutputComparison, RunResult, TimelineEvent
-    from core.runtime.runner import Progress, RunHandle, RunRequest, run, start_run
+    from fuselens.core.measure.result import GraphRun, KernelStat, OutputComparison, RunResult, TimelineEvent
+    from fuselens.core.runtime.runner import Progress, RunHandle, RunRequest, run, start_run
 
 _MODULES = {
     **dict.fromkeys(["GraphRun", "KernelStat", "OutputComparison", "RunResult", "TimelineEvent"],
-                    "core.measure.result"),
-    **dict.fromkeys(["Progress", "RunHandle", "RunRequest", "run", "start_run"], "core.runtime.runner"),
+                    "fuselens.core.measure.result"),
+    **dict.fromkeys(["Progress", "RunHandle", "RunRequest", "run", "start_run"], "fuselens.core.runtime.runner"),
 }
 
 __all__ = [

@@ -11,10 +11,10 @@ import os
 import subprocess
 import sys
 
-from core.devices.backends import BACKENDS, BackendStatus
-from core.runtime.childproc import ROOT
+from fuselens.core.devices.backends import BACKENDS, BackendStatus
+from fuselens.core.runtime.childproc import ROOT
 
-_PROBE = ("import json; from core.devices.backends import detect_backends; "
+_PROBE = ("import json; from fuselens.core.devices.backends import detect_backends; "
           "print(json.dumps([s.to_json() for s in detect_backends()]))")
 
 

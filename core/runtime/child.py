@@ -1,4 +1,4 @@
-"""The runner's child process: `python -m core.runtime.child FD`.
+"""The runner's child process: `python -m fuselens.core.runtime.child FD`.
 
 It receives jobs over the connection on FD (one for a run; many for a bisect, which so imports
 TensorFlow once), runs the original and the fused GraphDef with TensorFlow (or through the
@@ -19,10 +19,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from core.errors import FuseLensError
-from core.graph import Graph, TensorRef, proto
-from core.measure.profile import KernelEvent, build_graph_run, label_op
-from core.runtime import layer_norm, lowering
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import Graph, TensorRef, proto
+from fuselens.core.measure.profile import KernelEvent, build_graph_run, label_op
+from fuselens.core.runtime import layer_norm, lowering
 
 # Test hook: "SIGNAL@PHASE" (e.g. "SIGSEGV@run") makes the child kill itself with SIGNAL on
 # entering PHASE, to prove a crashing TensorFlow cannot take the caller down.
@@ -95,7 +95,7 @@ def run_job(job: dict[str, Any], report: Reporter) -> dict[str, Any]:
     ones (a layerwise compare's stage graphs) one step. Probed tensors are compared here, so only
     the figures travel back."""
     report.progress("", "starting")
-    from core.devices import backends
+    from fuselens.core.devices import backends
 
     backend = job["backend"]
     backends.require(backend)  # before importing TensorFlow: an absent NPU adapter fails fast
@@ -143,8 +143,8 @@ def run_job(job: dict[str, Any], report: Reporter) -> dict[str, Any]:
         if not spec.get("timed", True):
             continue
         if npu_dir is not None:
-            from core.devices import npu_session
-            from core.measure import msprof
+            from fuselens.core.devices import npu_session
+            from fuselens.core.measure import msprof
 
             report.progress(side.label, "export")
             npu_session.msprof_export(str(npu_dir / side.label))
@@ -158,7 +158,7 @@ def run_job(job: dict[str, Any], report: Reporter) -> dict[str, Any]:
 
 def _compare_probes(job: dict[str, Any], probed: dict[str, dict[str, Any]]) -> list[Any]:
     """One comparison per (original label, tensor, other label, tensor) pair the job asked for."""
-    from core.measure.compare import compare_arrays
+    from fuselens.core.measure.compare import compare_arrays
 
     found = []
     for original_label, original, label, tensor in job.get("probe_pairs", []):
@@ -197,7 +197,7 @@ class _Side:
     def _executed(self, job: dict[str, Any]) -> Graph:
         """The copy TensorFlow runs (core.runtime.lowering): kernels planned as their original ops
         inlined, and on a oneDNN CPU with Grappler on, LayerNorms built with the graph's epsilon."""
-        from core.devices import backends
+        from fuselens.core.devices import backends
 
         keep = {TensorRef.parse(t).node for t in [*self.fetches, *self.spec.get("probes", ())]}
         executed = lowering.lower(self.graph, self.execution, keep)
@@ -268,7 +268,7 @@ def _ranks(tf: Any, graph: Graph) -> Any:
 
 
 def _npu_configs(tf: Any, job: dict[str, Any], root: Path) -> Any:
-    from core.devices import backends, npu_session
+    from fuselens.core.devices import backends, npu_session
 
     npu_session.import_npu(backends.npu_mode())
     switches = job["switches"]

@@ -30,8 +30,8 @@ from typing import Protocol
 
 import numpy as np
 
-from core.graph import FORWARDING_OPS, Graph, TensorRef, proto
-from core.graph.nodes import make_node
+from fuselens.core.graph import FORWARDING_OPS, Graph, TensorRef, proto
+from fuselens.core.graph.nodes import make_node
 
 ONEDNN_OP = "_MklLayerNorm"
 ADD_OPS = frozenset({"Add", "AddV2"})

@@ -27,9 +27,9 @@ from collections.abc import Collection, Mapping
 
 import numpy as np
 
-from core.graph import FORWARDING_OPS, Graph, TensorRef, proto
-from core.graph.nodes import make_node
-from core.runtime import layer_norm
+from fuselens.core.graph import FORWARDING_OPS, Graph, TensorRef, proto
+from fuselens.core.graph.nodes import make_node
+from fuselens.core.runtime import layer_norm
 
 # "off": every XLA fused node stays an XLA kernel on CPU too (benchmarks/bench_runtime.py measures both).
 LOWERING_ENV = "FUSELENS_CPU_LOWERING"

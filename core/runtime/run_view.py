@@ -12,11 +12,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from core.errors import FuseLensError
-from core.formats.execute import resolve_input_shape
-from core.graph import Graph
-from core.graph.opclass import Category, op_category
-from core.measure.result import GraphRun, KernelStat, RunResult, TimelineEvent
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.execute import resolve_input_shape
+from fuselens.core.graph import Graph
+from fuselens.core.graph.opclass import Category, op_category
+from fuselens.core.measure.result import GraphRun, KernelStat, RunResult, TimelineEvent
 
 # Which pane of the window a run's graph belongs to: the original graph is drawn "before".
 SIDE_OF_LABEL = {"original": "before", "fused": "after"}

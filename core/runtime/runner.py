@@ -2,7 +2,7 @@
 
 A model that crashes TensorFlow, hangs or runs out of memory kills only the child; the caller
 (the GUI, the CLI) gets a FuseLensError saying what happened. The child is a fresh interpreter
-(`python -m core.runtime.child`), so nothing of the caller (Qt, its threads) is inherited.
+(`python -m fuselens.core.runtime.child`), so nothing of the caller (Qt, its threads) is inherited.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from core.devices.backends import BACKENDS
-from core.errors import FuseLensError
-from core.formats.execute import random_feeds, resolve_input_shape
-from core.formats.switch_file import PassChoice
-from core.graph import Graph, proto
-from core.measure.compare import compare_outputs, pair_outputs
-from core.measure.result import OutputComparison, RunResult
-from core.runtime.childproc import ChildProcess
+from fuselens.core.devices.backends import BACKENDS
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.execute import random_feeds, resolve_input_shape
+from fuselens.core.formats.switch_file import PassChoice
+from fuselens.core.graph import Graph, proto
+from fuselens.core.measure.compare import compare_outputs, pair_outputs
+from fuselens.core.measure.result import OutputComparison, RunResult
+from fuselens.core.runtime.childproc import ChildProcess
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def as_graph(value: Graph | bytes | str | os.PathLike[str], what: str) -> Graph:
         return value
     if isinstance(value, bytes):
         return Graph.from_bytes(value, source=what)
-    from core.formats.loaders import load_model
+    from fuselens.core.formats.loaders import load_model
 
     return load_model(value).graph
 
@@ -192,7 +192,7 @@ class RunnerProcess:
         """Send one job and wait for its payload; FuseLensError worded for the user otherwise."""
         if self._child is None or not self._child.alive():
             self.close()
-            self._child = ChildProcess("core.runtime.child")
+            self._child = ChildProcess("fuselens.core.runtime.child")
             self.pid = self._child.pid
         child = self._child
         progress: list[Progress] = []

@@ -14,8 +14,8 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from core.formats.io import write_bytes_atomic, write_json_atomic
-from core.measure.result import KernelStat, RunResult
+from fuselens.core.formats.io import write_bytes_atomic, write_json_atomic
+from fuselens.core.measure.result import KernelStat, RunResult
 
 CSV_COLUMNS = ["graph"] + [f.name for f in fields(KernelStat)]
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.graph import Graph
-from core.graph.provenance import Rewrite
-from passes.amct.explain import BN_FORMULA, explain_chain_bn_fold
-from passes.amct.folding import BatchnormFoldPass
-from passes.amct.sources import AMCT_DOC, FE_CLOSABLE, FE_CONV_BN
-from passes.base import Match
-from passes.registry import register
-from passes.switch import AMCT, ToolchainSwitch
+from fuselens.core.graph import Graph
+from fuselens.core.graph.provenance import Rewrite
+from fuselens.passes.amct.explain import BN_FORMULA, explain_chain_bn_fold
+from fuselens.passes.amct.folding import BatchnormFoldPass
+from fuselens.passes.amct.sources import AMCT_DOC, FE_CLOSABLE, FE_CONV_BN
+from fuselens.passes.base import Match
+from fuselens.passes.registry import register
+from fuselens.passes.switch import AMCT, ToolchainSwitch
 
 
 @register

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from core.graph import Graph
-from core.graph.provenance import Rewrite
-from passes.amct.folding import BN_PARAMS, Affine, batchnorm_affine, constant_value
-from passes.base import Match
-from passes.explain import display_number, saved_nodes
+from fuselens.core.graph import Graph
+from fuselens.core.graph.provenance import Rewrite
+from fuselens.passes.amct.folding import BN_PARAMS, Affine, batchnorm_affine, constant_value
+from fuselens.passes.base import Match
+from fuselens.passes.explain import display_number, saved_nodes
 
 GLYPHS = {"gamma": "γ", "beta": "β", "mean": "μ", "variance": "σ²", "epsilon": "ε"}
 BN_FORMULA = ("s = γ / √(σ² + ε)", "w′ = w · s", "b′ = β + (b − μ) · s    (b = 0 without a BiasAdd)")

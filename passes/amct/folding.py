@@ -22,11 +22,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from core.graph import FORWARDING_OPS, Graph, GraphEditor, TensorRef, proto
-from core.graph.nodes import make_const, make_node
-from core.graph.provenance import Rewrite
-from passes.base import Culprit, FusionPass, Match, NearMiss, Reason, reading_edge
-from passes.pattern import Op, match
+from fuselens.core.graph import FORWARDING_OPS, Graph, GraphEditor, TensorRef, proto
+from fuselens.core.graph.nodes import make_const, make_node
+from fuselens.core.graph.provenance import Rewrite
+from fuselens.passes.base import Culprit, FusionPass, Match, NearMiss, Reason, reading_edge
+from fuselens.passes.pattern import Op, match
 
 BN_TYPES = "FusedBatchNorm|FusedBatchNormV2|FusedBatchNormV3"
 BN_PARAMS = ("gamma", "beta", "mean", "variance")  # FusedBatchNorm inputs 1..4

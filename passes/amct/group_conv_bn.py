@@ -6,10 +6,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from core.graph import Graph, GraphEditor, TensorRef
-from core.graph.provenance import Rewrite
-from passes.amct.explain import BN_FORMULA, bn_statistics, explain_bn_fold
-from passes.amct.folding import (
+from fuselens.core.graph import Graph, GraphEditor, TensorRef
+from fuselens.core.graph.provenance import Rewrite
+from fuselens.passes.amct.explain import BN_FORMULA, bn_statistics, explain_bn_fold
+from fuselens.passes.amct.folding import (
     BN_TYPES,
     AmctPass,
     Chain,
@@ -25,10 +25,10 @@ from passes.amct.folding import (
     preview,
     replace_node,
 )
-from passes.amct.sources import AMCT_DOC
-from passes.base import Culprit, Match, NearMiss, Reason
-from passes.registry import register
-from passes.switch import AMCT, ToolchainSwitch
+from fuselens.passes.amct.sources import AMCT_DOC
+from fuselens.passes.base import Culprit, Match, NearMiss, Reason
+from fuselens.passes.registry import register
+from fuselens.passes.switch import AMCT, ToolchainSwitch
 
 SPLIT_TYPES = frozenset({"Split", "SplitV"})
 CONCAT_TYPES = frozenset({"ConcatV2", "Concat"})

@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from core.graph import Graph, GraphEditor
-from core.graph.provenance import Rewrite
-from passes.amct.explain import after_weights, amct_saved, channel_fold
-from passes.amct.folding import (
+from fuselens.core.graph import Graph, GraphEditor
+from fuselens.core.graph.provenance import Rewrite
+from fuselens.passes.amct.explain import after_weights, amct_saved, channel_fold
+from fuselens.passes.amct.folding import (
     Affine,
     AmctPass,
     Chain,
@@ -23,11 +23,11 @@ from passes.amct.folding import (
     preview,
     replace_node,
 )
-from passes.amct.sources import AMCT_DOC, FE_CLOSABLE, FE_CONV_MUL
-from passes.base import Culprit, Match, NearMiss, Reason
-from passes.explain import display_number
-from passes.registry import register
-from passes.switch import AMCT, ToolchainSwitch
+from fuselens.passes.amct.sources import AMCT_DOC, FE_CLOSABLE, FE_CONV_MUL
+from fuselens.passes.base import Culprit, Match, NearMiss, Reason
+from fuselens.passes.explain import display_number
+from fuselens.passes.registry import register
+from fuselens.passes.switch import AMCT, ToolchainSwitch
 
 OP_TYPES = ("Conv2D", "MatMul", "DepthwiseConv2dNative", "Conv2DBackpropInput")
 MUL_FORMULA = ("s = the Mul's scalar", "w′ = w · s", "b′ = b · s    (no bias: no BiasAdd is added)")

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from core.graph import Graph, GraphEditor, TensorRef, proto
-from core.graph.nodes import make_const, make_node
-from core.graph.provenance import Rewrite
-from passes.amct.explain import GLYPHS
-from passes.amct.folding import (
+from fuselens.core.graph import Graph, GraphEditor, TensorRef, proto
+from fuselens.core.graph.nodes import make_const, make_node
+from fuselens.core.graph.provenance import Rewrite
+from fuselens.passes.amct.explain import GLYPHS
+from fuselens.passes.amct.folding import (
     CONV_TYPES,
     AmctPass,
     batchnorm_affine,
@@ -31,12 +31,12 @@ from passes.amct.folding import (
     preview,
     replace_node,
 )
-from passes.amct.sources import AMCT_DOC, FE_CONV3D_BN
-from passes.base import Match, NearMiss, Reason, reading_edge
-from passes.explain import display_number, saved_nodes, tensor_bytes
-from passes.pattern import ANY, MatchResult, Op, match
-from passes.registry import register
-from passes.switch import AMCT, ToolchainSwitch
+from fuselens.passes.amct.sources import AMCT_DOC, FE_CONV3D_BN
+from fuselens.passes.base import Match, NearMiss, Reason, reading_edge
+from fuselens.passes.explain import display_number, saved_nodes, tensor_bytes
+from fuselens.passes.pattern import ANY, MatchResult, Op, match
+from fuselens.passes.registry import register
+from fuselens.passes.switch import AMCT, ToolchainSwitch
 
 FUSED_BN_DTYPES = frozenset({proto.DT_FLOAT, proto.DT_HALF, proto.types_pb2.DT_BFLOAT16})
 PARAMS = ("gamma", "beta", "mean", "variance")  # FusedBatchNormV3 inputs 1..4

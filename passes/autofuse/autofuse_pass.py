@@ -12,16 +12,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from core.graph import Graph, GraphEditor, TensorRef
-from core.graph.provenance import Rewrite
-from passes.autofuse.flags import AutofuseFlags, as_autofuse_flags
-from passes.autofuse.grouping import group_graph
-from passes.autofuse.op_classes import classify
-from passes.base import FusionPass, Match, NearMiss, PassResult
-from passes.explain import internal_tensors, sum_known, tensor_bytes
-from passes.fused import fuse_subgraph
-from passes.registry import register
-from passes.switch import AUTOFUSE, ToolchainSwitch
+from fuselens.core.graph import Graph, GraphEditor, TensorRef
+from fuselens.core.graph.provenance import Rewrite
+from fuselens.passes.autofuse.flags import AutofuseFlags, as_autofuse_flags
+from fuselens.passes.autofuse.grouping import group_graph
+from fuselens.passes.autofuse.op_classes import classify
+from fuselens.passes.base import FusionPass, Match, NearMiss, PassResult
+from fuselens.passes.explain import internal_tensors, sum_known, tensor_bytes
+from fuselens.passes.fused import fuse_subgraph
+from fuselens.passes.registry import register
+from fuselens.passes.switch import AUTOFUSE, ToolchainSwitch
 
 FUSED_OP_TYPE = "AscBackend"
 _AUTOFUSE_CONFIG = ("hicann/ge compiler/graph/optimize/autofuse/autofuse/utils/auto_fuse_config.h (AUTOFUSE_FLAGS "

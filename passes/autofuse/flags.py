@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.errors import FuseLensError
-from core.wording import shown
+from fuselens.core.errors import FuseLensError
+from fuselens.core.wording import shown
 
 POINTWISE = "pointwise"
 BROADCAST = "broadcast"

@@ -29,9 +29,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from core.graph import Graph, TensorRef
-from passes.autofuse.flags import AutofuseFlags
-from passes.autofuse.op_classes import (
+from fuselens.core.graph import Graph, TensorRef
+from fuselens.passes.autofuse.flags import AutofuseFlags
+from fuselens.passes.autofuse.op_classes import (
     CONCAT,
     FLAG_CATEGORY,
     OPAQUE,
@@ -41,7 +41,7 @@ from passes.autofuse.op_classes import (
     fusion_class,
     operand_slots,
 )
-from passes.base import Reason
+from fuselens.passes.base import Reason
 
 MAX_INPUTS = 8
 MAX_REDUCE_PRODUCERS = 3

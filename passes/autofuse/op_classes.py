@@ -9,9 +9,9 @@ every other op is `opaque` and never fuses.
 
 from __future__ import annotations
 
-from core.graph import Graph
-from core.graph.opclass import OpClass, op_class
-from passes.autofuse import flags
+from fuselens.core.graph import Graph
+from fuselens.core.graph.opclass import OpClass, op_class
+from fuselens.passes.autofuse import flags
 
 ELEMENTWISE = "elementwise"
 BROADCAST = "broadcast"

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from passes.registry import register
-from passes.scope.features import NodeOpTypeFeature, ScopeFeature, ScopePattern
-from passes.scope.rule import InputWire, OutputWire, ScopeRule
-from passes.scope.scope_pass import ScopeRulePass
-from passes.switch import BUILTIN_SCOPE_SOURCE, SCOPE, ToolchainSwitch
+from fuselens.passes.registry import register
+from fuselens.passes.scope.features import NodeOpTypeFeature, ScopeFeature, ScopePattern
+from fuselens.passes.scope.rule import InputWire, OutputWire, ScopeRule
+from fuselens.passes.scope.scope_pass import ScopeRulePass
+from fuselens.passes.switch import BUILTIN_SCOPE_SOURCE, SCOPE, ToolchainSwitch
 
 _ABSENT = ("Gather", "TopKV2", "Split", "Greater", "Squeeze")
 

@@ -7,11 +7,11 @@ ScopeDecodeBboxV2Pass, FuseLens's earlier id, which stays an alias. Its switch l
 
 from __future__ import annotations
 
-from passes.registry import register
-from passes.scope.features import NodeOpTypeFeature, ScopeFeature, ScopePattern
-from passes.scope.rule import InputWire, OutputWire, ScopeRule
-from passes.scope.scope_pass import ScopeRulePass
-from passes.switch import BUILTIN_SCOPE_SOURCE, SCOPE, ToolchainSwitch
+from fuselens.passes.registry import register
+from fuselens.passes.scope.features import NodeOpTypeFeature, ScopeFeature, ScopePattern
+from fuselens.passes.scope.rule import InputWire, OutputWire, ScopeRule
+from fuselens.passes.scope.scope_pass import ScopeRulePass
+from fuselens.passes.switch import BUILTIN_SCOPE_SOURCE, SCOPE, ToolchainSwitch
 
 _SAMPLE_DECODE = ("Ascend/samples cplusplus/level1_single_api/4_op_dev/1_custom_op/framework/tf_scope_fusion_pass/"
                   "decode_bbox_v2_scope_fusion_pass.cpp (REGISTER_SCOPE_FUSION_PASS(\"DecodeBboxV2ScopeFusionPass\", "

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from core.graph import Graph, TensorRef
-from core.graph.provenance import Rewrite
-from passes.base import Match
-from passes.explain import NOT_KERNELS, display_number, internal_tensors, saved_nodes, sum_known
-from passes.scope.features import NodeOpTypeFeature, ScopeContext
-from passes.scope.rule import InputWire, OutputWire, ScopeRule
-from passes.scope.scope_tree import ScopeTree
+from fuselens.core.graph import Graph, TensorRef
+from fuselens.core.graph.provenance import Rewrite
+from fuselens.passes.base import Match
+from fuselens.passes.explain import NOT_KERNELS, display_number, internal_tensors, saved_nodes, sum_known
+from fuselens.passes.scope.features import NodeOpTypeFeature, ScopeContext
+from fuselens.passes.scope.rule import InputWire, OutputWire, ScopeRule
+from fuselens.passes.scope.scope_tree import ScopeTree
 
 
 def explain_scope(before: Graph, after: Graph, match: Match, rewrite: Rewrite | None, rule: ScopeRule,

@@ -11,9 +11,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from core.graph import Graph
-from passes.base import Reason
-from passes.scope.scope_tree import Scope
+from fuselens.core.graph import Graph
+from fuselens.passes.base import Reason
+from fuselens.passes.scope.scope_tree import Scope
 
 RETVAL = "_Retval"
 

@@ -12,14 +12,14 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from core.graph import Graph, TensorRef
-from passes.base import Culprit, Match, NearMiss
-from passes.registry import register
-from passes.scope.features import NodeOpTypeFeature, ScopeContext
-from passes.scope.rule import moments_pair_rule
-from passes.scope.scope_pass import ScopeRulePass
-from passes.scope.scope_tree import Scope, ScopeTree
-from passes.switch import BUILTIN_SCOPE_SOURCE, SCOPE, ToolchainSwitch
+from fuselens.core.graph import Graph, TensorRef
+from fuselens.passes.base import Culprit, Match, NearMiss
+from fuselens.passes.registry import register
+from fuselens.passes.scope.features import NodeOpTypeFeature, ScopeContext
+from fuselens.passes.scope.rule import moments_pair_rule
+from fuselens.passes.scope.scope_pass import ScopeRulePass
+from fuselens.passes.scope.scope_tree import Scope, ScopeTree
+from fuselens.passes.switch import BUILTIN_SCOPE_SOURCE, SCOPE, ToolchainSwitch
 
 KERAS3_RULE_FILE = "resources/keras3_layer_norm.yaml"
 

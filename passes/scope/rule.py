@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from passes.scope.features import NodeOpTypeFeature, ScopeFeature, ScopePattern
+from fuselens.passes.scope.features import NodeOpTypeFeature, ScopeFeature, ScopePattern
 
 
 @dataclass(frozen=True)

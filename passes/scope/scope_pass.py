@@ -21,16 +21,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
-from core.graph import Graph, GraphEditor, TensorRef
-from core.graph.provenance import Rewrite
-from passes.base import Culprit, FusionPass, Match, NearMiss, Reason
-from passes.fused import fuse_subgraph
-from passes.registry import catalog
-from passes.scope import scope_tree
-from passes.scope.explain import explain_scope
-from passes.scope.features import ScopeContext, ScopePattern
-from passes.scope.rule import InputWire, OutputWire, ScopeRule
-from passes.scope.scope_tree import Scope, ScopeTree
+from fuselens.core.graph import Graph, GraphEditor, TensorRef
+from fuselens.core.graph.provenance import Rewrite
+from fuselens.passes.base import Culprit, FusionPass, Match, NearMiss, Reason
+from fuselens.passes.fused import fuse_subgraph
+from fuselens.passes.registry import catalog
+from fuselens.passes.scope import scope_tree
+from fuselens.passes.scope.explain import explain_scope
+from fuselens.passes.scope.features import ScopeContext, ScopePattern
+from fuselens.passes.scope.rule import InputWire, OutputWire, ScopeRule
+from fuselens.passes.scope.scope_tree import Scope, ScopeTree
 
 
 class _Refused(Exception):

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from core.graph import Graph
+from fuselens.core.graph import Graph
 
 _INDEX = re.compile(r"^(.+)_([0-9]+)$")
 

@@ -23,14 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from core.errors import FuseLensError
-from core.wording import shown
-from passes.base import FusionPass
-from passes.registry import catalog, pass_order
-from passes.scope.features import Feature, NodeAttrFeature, NodeOpTypeFeature, ScopeFeature, ScopePattern
-from passes.scope.rule import InputWire, OutputWire, ScopeRule
-from passes.scope.scope_pass import ScopeRulePass
-from passes.switch import NO_SWITCH, SCOPE, ToolchainSwitch
+from fuselens.core.errors import FuseLensError
+from fuselens.core.wording import shown
+from fuselens.passes.base import FusionPass
+from fuselens.passes.registry import catalog, pass_order
+from fuselens.passes.scope.features import Feature, NodeAttrFeature, NodeOpTypeFeature, ScopeFeature, ScopePattern
+from fuselens.passes.scope.rule import InputWire, OutputWire, ScopeRule
+from fuselens.passes.scope.scope_pass import ScopeRulePass
+from fuselens.passes.switch import NO_SWITCH, SCOPE, ToolchainSwitch
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 _PATTERN_FIELDS = ("sub_type", "suffix", "census", "attrs", "sub_scopes")

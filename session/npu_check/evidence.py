@@ -10,12 +10,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.ascend.ge.fusion_result import FusionResult, read_fusion_result
-from core.ascend.ge.stages import DumpFolder, Stage, scan_dump_folder
-from core.errors import FuseLensError
-from core.graph import Graph
-from core.measure.msprof import FusionOpRecord, find_profile_files, read_fusion_op
-from core.measure.result import GraphRun
+from fuselens.core.ascend.ge.fusion_result import FusionResult, read_fusion_result
+from fuselens.core.ascend.ge.stages import DumpFolder, Stage, scan_dump_folder
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import Graph
+from fuselens.core.measure.msprof import FusionOpRecord, find_profile_files, read_fusion_op
+from fuselens.core.measure.result import GraphRun
 
 
 @dataclass

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from core.graph import Graph
-from core.graph.provenance import Provenance
-from passes.pipeline import PipelineResult, run_pipeline
+from fuselens.core.graph import Graph
+from fuselens.core.graph.provenance import Provenance
+from fuselens.passes.pipeline import PipelineResult, run_pipeline
 
 
 @dataclass

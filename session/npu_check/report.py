@@ -9,17 +9,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from core.ascend.ge.fusion_result import LedgerRow
-from core.ascend.ge.provenance import ToolchainProvenance, provenance_table
-from core.graph import Graph
-from core.measure.msprof import FusionOpRecord
-from core.measure.profile import NodeMapper
-from core.measure.result import GraphRun, RunResult
-from passes.ledger import compare_with_toolchain
-from passes.pipeline import PipelineResult
-from session.npu_check.evidence import NpuEvidence, gather_evidence, pick_stage
-from session.npu_check.predictions import Prediction, predictions
-from session.npu_check.verdicts import (
+from fuselens.core.ascend.ge.fusion_result import LedgerRow
+from fuselens.core.ascend.ge.provenance import ToolchainProvenance, provenance_table
+from fuselens.core.graph import Graph
+from fuselens.core.measure.msprof import FusionOpRecord
+from fuselens.core.measure.profile import NodeMapper
+from fuselens.core.measure.result import GraphRun, RunResult
+from fuselens.passes.ledger import compare_with_toolchain
+from fuselens.passes.pipeline import PipelineResult
+from fuselens.session.npu_check.evidence import NpuEvidence, gather_evidence, pick_stage
+from fuselens.session.npu_check.predictions import Prediction, predictions
+from fuselens.session.npu_check.verdicts import (
     FOUND,
     NOT_FOUND,
     UNKNOWN,

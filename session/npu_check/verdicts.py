@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from core.ascend.ge.provenance import ToolchainProvenance
-from core.graph import Graph
-from core.measure.msprof import FusionOpRecord
-from core.measure.profile import NodeMapper
-from core.measure.result import GraphRun, KernelStat
-from session.npu_check.finding import FOUND, NOT_FOUND, UNKNOWN, Finding
-from session.npu_check.predictions import Prediction
+from fuselens.core.ascend.ge.provenance import ToolchainProvenance
+from fuselens.core.graph import Graph
+from fuselens.core.measure.msprof import FusionOpRecord
+from fuselens.core.measure.profile import NodeMapper
+from fuselens.core.measure.result import GraphRun, KernelStat
+from fuselens.session.npu_check.finding import FOUND, NOT_FOUND, UNKNOWN, Finding
+from fuselens.session.npu_check.predictions import Prediction
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from cli import main as cli_main
-from passes.amct.conv_bn import ConvBatchnormFusionPass
-from passes.autofuse.autofuse_pass import AutoFusePass
+from fuselens.cli import main as cli_main
+from fuselens.passes.amct.conv_bn import ConvBatchnormFusionPass
+from fuselens.passes.autofuse.autofuse_pass import AutoFusePass
 
 
 def test_diff_config_counts_gained_and_lost_matches_and_runs_both(capsys):

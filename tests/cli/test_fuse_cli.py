@@ -7,9 +7,9 @@ import shutil
 
 import pytest
 
-from cli import main as cli_main
-from core.formats.loaders import load_model
-from core.formats.samples import sample_path
+from fuselens.cli import main as cli_main
+from fuselens.core.formats.loaders import load_model
+from fuselens.core.formats.samples import sample_path
 from tests.passes.amct_check import assert_same_outputs
 
 AMCT_ORDER = ["SmallOpBatchnormFusionPass", "GroupConvBatchnormFusionPass", "ConvBatchnormFusionPass",
@@ -79,8 +79,8 @@ def test_fuse_refuses_before_writing_any_output(tmp_path, capsys):
 
 
 def test_output_inside_an_input_savedmodel_is_refused(tmp_path):
-    from core.errors import FuseLensError
-    from core.formats.io import check_output_path
+    from fuselens.core.errors import FuseLensError
+    from fuselens.core.formats.io import check_output_path
 
     saved = tmp_path / "saved"
     (saved / "variables").mkdir(parents=True)

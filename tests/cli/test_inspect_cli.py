@@ -5,8 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cli import main as cli_main
-from core.formats.samples import SAMPLES
+from fuselens.cli import main as cli_main
+from fuselens.core.formats.samples import SAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,9 +11,9 @@ from html.parser import HTMLParser
 
 import pytest
 
-from cli import main as cli_main
-from core.formats.loaders import load_model
-from passes.pipeline import run_pipeline
+from fuselens.cli import main as cli_main
+from fuselens.core.formats.loaders import load_model
+from fuselens.passes.pipeline import run_pipeline
 
 URL = re.compile(r"(?:https?|ftp)://|//[a-z0-9.-]+\.[a-z]{2,}/", re.IGNORECASE)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import main
+from fuselens import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def opened(monkeypatch):
     """A stand-in window module: routing is tested without importing the GUI."""
     calls = []
-    window = types.ModuleType("gui.app")
+    window = types.ModuleType("fuselens.gui.app")
     window.run_gui = lambda model=None: calls.append(model) or 0
-    monkeypatch.setitem(sys.modules, "gui.app", window)
+    monkeypatch.setitem(sys.modules, "fuselens.gui.app", window)
     return calls
 
 
@@ -51,10 +51,10 @@ def test_help_lists_the_commands_and_says_how_to_open_the_window(capsys):
 
 
 def test_without_a_display_the_window_command_says_so_instead_of_a_qt_abort():
-    import gui.app
+    import fuselens.gui.app
 
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     proc = subprocess.run([sys.executable, str(ROOT / "main.py"), "demo"], env=env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2
-    assert proc.stderr.strip() == gui.app.NO_DISPLAY
+    assert proc.stderr.strip() == fuselens.gui.app.NO_DISPLAY

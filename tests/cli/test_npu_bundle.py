@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cli import main as cli_main
+from fuselens.cli import main as cli_main
 from tests.npu_host import host_environment, read_log, write_stub_host
 
 RUN_S = 300

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from cli import main as cli_main
-from passes.pipeline import run_pipeline
+from fuselens.cli import main as cli_main
+from fuselens.passes.pipeline import run_pipeline
 from tests.npu_artifacts import FINAL_STAGE, GE_ONLY_PASS, fusion_result_text, write_npu_run
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cli import build_parser, flag_string_options, join_flag_values, parse_args
-from passes.config import PassConfig
+from fuselens.cli import build_parser, flag_string_options, join_flag_values, parse_args
+from fuselens.passes.config import PassConfig
 
 COMMANDS_WITH_PASSES = ["fuse", "run", "import-profile", "export-npu-script"]
 
@@ -57,7 +57,7 @@ def test_the_command_table_names_the_words_each_module_registers():
     import argparse
     import importlib
 
-    from cli import COMMANDS
+    from fuselens.cli import COMMANDS
 
     for module, words in COMMANDS.items():
         sub = argparse.ArgumentParser().add_subparsers()
@@ -72,8 +72,8 @@ def test_a_command_imports_its_own_module_and_not_the_others():
     import subprocess
     import sys
 
-    code = ("import json, sys; from cli import parse_args; args = parse_args(['fuse', 'demo']); "
-            "print(json.dumps([args.command, sorted(m for m in sys.modules if m.startswith('cli.'))]))")
+    code = ("import json, sys; from fuselens.cli import parse_args; args = parse_args(['fuse', 'demo']); "
+            "print(json.dumps([args.command, sorted(m for m in sys.modules if m.startswith('fuselens.cli.'))]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     command, modules = json.loads(out)
-    assert command == "fuse" and [m for m in modules if m.endswith("_cmd")] == ["cli.fuse_cmd"]
+    assert command == "fuse" and [m for m in modules if m.endswith("_cmd")] == ["fuselens.cli.fuse_cmd"]

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from cli import main as cli_main
-from core.ascend.remote import LOCAL, Host, RemoteError, transport_for
-from passes.pipeline import run_pipeline
-from session.remote_run import HostStore, RunHistory, new_record
+from fuselens.cli import main as cli_main
+from fuselens.core.ascend.remote import LOCAL, Host, RemoteError, transport_for
+from fuselens.passes.pipeline import run_pipeline
+from fuselens.session.remote_run import HostStore, RunHistory, new_record
 from tests.npu_artifacts import GE_ONLY_PASS
 from tests.sessions.test_npu_check import write_bundle_results
 from tests.ssh_host import fake_bundle, sshd_unavailable, write_fake_ascend_host

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from cli import main as cli_main
-from core.measure.result import RunResult
+from fuselens.cli import main as cli_main
+from fuselens.core.measure.result import RunResult
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
 
@@ -64,8 +64,8 @@ def write_op_summary(path, rows) -> None:
 
 
 def test_import_profile_maps_to_the_graph_the_window_would(capsys, tmp_path, load_sample):
-    from core.ascend.profile_import import import_run_file
-    from passes.pipeline import run_pipeline
+    from fuselens.core.ascend.profile_import import import_run_file
+    from fuselens.passes.pipeline import run_pipeline
 
     path = tmp_path / "op_summary_0_1.csv"
     write_op_summary(path, [(FUSED, "AscBackend", 100.0, 4.5), (FUSED, "AscBackend", 1100.0, 5.5)])
@@ -111,7 +111,7 @@ def test_export_npu_script_writes_a_bundle_switched_by_toolchain_names(tmp_path,
 
 
 def test_export_npu_script_keeps_foreign_switches_and_reports_what_cannot_be_switched(tmp_path, capsys, monkeypatch):
-    from passes import registry
+    from fuselens.passes import registry
 
     monkeypatch.setattr(registry, "_noticed", set())  # the notice comes once per process: let it come here
     switches, bundle = tmp_path / "fusion_switch.cfg", tmp_path / "bundle"
@@ -148,9 +148,9 @@ def test_export_npu_script_refuses_an_output_that_is_a_file(tmp_path, capsys):
 
 
 def test_mode_and_backend_choices_come_from_the_runtime_tables():
-    from cli import build_parser
-    from core.ascend.npu_script import MODES
-    from core.devices.backends import BACKENDS
+    from fuselens.cli import build_parser
+    from fuselens.core.ascend.npu_script import MODES
+    from fuselens.core.devices.backends import BACKENDS
 
     commands = build_parser()._subparsers._group_actions[0].choices
 

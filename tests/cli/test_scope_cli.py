@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from cli import main as cli_main
-from core.formats.loaders import load_model
-from passes.fused import FUSED_OP_TYPE_ATTR
+from fuselens.cli import main as cli_main
+from fuselens.core.formats.loaders import load_model
+from fuselens.passes.fused import FUSED_OP_TYPE_ATTR
 from tests.passes.scope_check import assert_same_outputs
 
 CENTER = "Postprocessor/Decode/get_center_coordinates_and_sizes"

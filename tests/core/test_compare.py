@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.errors import FuseLensError
-from core.graph import Graph, proto
-from core.graph.nodes import make_node
-from core.measure.compare import compare_arrays, compare_outputs, pair_outputs, tolerance
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import Graph, proto
+from fuselens.core.graph.nodes import make_node
+from fuselens.core.measure.compare import compare_arrays, compare_outputs, pair_outputs, tolerance
 
 
 def test_error_figures_and_verdict():

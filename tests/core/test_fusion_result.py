@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from core.ascend.ge.fusion_result import (
+from fuselens.core.ascend.ge.fusion_result import (
     CONCATENATED,
     CURRENT,
     GRAPH_FUSION,
@@ -20,7 +20,7 @@ from core.ascend.ge.fusion_result import (
     read_fusion_result,
     write_fusion_result,
 )
-from core.errors import FuseLensError
+from fuselens.core.errors import FuseLensError
 from tests.npu_artifacts import fusion_result_text
 
 GRAPHS = {"0_0": {"ConvBatchnormFusionPass": (1, 1), "SoftmaxFusionPass": (3, 2)}, "1_1": {"ZReduceFusionPass": (1, 0)}}

@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.ascend.ge.dump import GE_ONNX, GE_PROTO, dump_summary, is_dump, load_dump, sniff_format
-from core.ascend.ge.protoparse import message_classes, parse_proto
-from core.ascend.ge.provenance import toolchain_provenance
-from core.errors import FuseLensError
-from core.graph import Graph, proto
-from core.graph.nodes import make_const, make_node
+from fuselens.core.ascend.ge.dump import GE_ONNX, GE_PROTO, dump_summary, is_dump, load_dump, sniff_format
+from fuselens.core.ascend.ge.protoparse import message_classes, parse_proto
+from fuselens.core.ascend.ge.provenance import toolchain_provenance
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import Graph, proto
+from fuselens.core.graph.nodes import make_const, make_node
 from tests.npu_artifacts import GeOp, dump_name, ge_onnx_text, ge_ops, ge_proto_text, toolchain_fusions
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
@@ -20,7 +20,7 @@ FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
 
 @pytest.fixture(scope="module")
 def abs_relu_exp(load_sample):
-    from passes.pipeline import run_pipeline
+    from fuselens.passes.pipeline import run_pipeline
 
     graph = load_sample("abs_relu_exp")
     pipeline = run_pipeline(graph)

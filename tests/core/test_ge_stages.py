@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from core.ascend.ge.diff import NO_PASS, diff_graphs, format_diff
-from core.ascend.ge.dump import GE_ONNX, GE_PROTO
-from core.ascend.ge.open import open_graph
-from core.ascend.ge.stages import parse_dump_name, scan_dump_folder
-from core.errors import FuseLensError
-from passes.pipeline import run_pipeline
+from fuselens.core.ascend.ge.diff import NO_PASS, diff_graphs, format_diff
+from fuselens.core.ascend.ge.dump import GE_ONNX, GE_PROTO
+from fuselens.core.ascend.ge.open import open_graph
+from fuselens.core.ascend.ge.stages import parse_dump_name, scan_dump_folder
+from fuselens.core.errors import FuseLensError
+from fuselens.passes.pipeline import run_pipeline
 from tests.npu_artifacts import FINAL_STAGE, ge_ops, toolchain_fusions, write_dump_folder
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"

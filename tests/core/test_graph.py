@@ -3,9 +3,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.errors import FuseLensError
-from core.graph import Graph, TensorRef, proto, topological_sort
-from core.graph.nodes import make_const, make_node
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import Graph, TensorRef, proto, topological_sort
+from fuselens.core.graph.nodes import make_const, make_node
 
 
 def small_graph() -> Graph:
@@ -266,7 +266,7 @@ def indexes(graph: Graph) -> tuple:
 
 @pytest.mark.parametrize("sample", ["demo", "keras_bn_small_ops", "bert_layernorm"])
 def test_a_built_graph_shares_unchanged_nodes_and_equals_its_graph_def_read_afresh(sample, load_sample):
-    from passes.pipeline import run_pipeline
+    from fuselens.passes.pipeline import run_pipeline
 
     original = load_sample(sample)
     fused = run_pipeline(original).fused

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from google.protobuf.message import DecodeError
 
-from core.errors import FuseLensError
-from core.formats.loaders import load_model
-from core.graph import WRITTEN_NODE_BYTES, Graph, SerializedGraphDef, proto
-from core.graph.nodes import make_const, make_node
-from core.graph.wire import NodeRecords, record_head
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.loaders import load_model
+from fuselens.core.graph import WRITTEN_NODE_BYTES, Graph, SerializedGraphDef, proto
+from fuselens.core.graph.nodes import make_const, make_node
+from fuselens.core.graph.wire import NodeRecords, record_head
 from tests.core.test_graph import indexes, small_graph, stored
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import FuseLensError
-from core.formats.io import write_bytes_atomic
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.io import write_bytes_atomic
 
 
 def test_pieces_are_written_whole(tmp_path: Path) -> None:

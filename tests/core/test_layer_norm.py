@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.graph import Graph, proto
-from core.runtime import layer_norm
-from core.tfimport import import_tensorflow
+from fuselens.core.graph import Graph, proto
+from fuselens.core.runtime import layer_norm
+from fuselens.core.tfimport import import_tensorflow
 
 EPSILON = 1e-12  # BERT's
 GAMMA, BETA = "ln/batchnorm/mul/ReadVariableOp", "ln/batchnorm/ReadVariableOp"
@@ -59,7 +59,7 @@ def case() -> tuple[Graph, np.ndarray]:
 
 def test_tensorflows_own_layer_norm_ignores_the_graphs_epsilon(case):
     """The defect this module works around: if this fails, TensorFlow fixed it and the rebuild can go."""
-    from core.devices import backends
+    from fuselens.core.devices import backends
 
     graph, x = case
     assert backends.onednn_fuses_layer_norms()

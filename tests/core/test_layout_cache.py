@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.layout import SCOPE_PREFIX, Layout, LayoutCache, layout_graph, structure_key
+from fuselens.core.layout import SCOPE_PREFIX, Layout, LayoutCache, layout_graph, structure_key
 
 
 def test_cache_by_structure_in_memory_and_on_disk(load_sample, tmp_path):

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.bench_amct import synthetic
-from core.layout import FRAME_PREFIX, SCOPE_PREFIX, layout_graph
-from core.layout.change import edge_key, layout_change
-from core.layout.drawn import drawn_names
-from core.layout.expand import open_box
-from core.layout.overview import overview_scopes
+from fuselens.core.layout import FRAME_PREFIX, SCOPE_PREFIX, layout_graph
+from fuselens.core.layout.change import edge_key, layout_change
+from fuselens.core.layout.drawn import drawn_names
+from fuselens.core.layout.expand import open_box
+from fuselens.core.layout.overview import overview_scopes
 
 
 @pytest.fixture(scope="module")

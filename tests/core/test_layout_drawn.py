@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from core.graph import Graph, proto
-from core.graph.fused import FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR
-from core.graph.nodes import make_node
-from core.graph.opclass import BORDER, CATEGORY_TITLES, PALETTE, op_category, ops_in
-from core.layout import SCOPE_PREFIX, collapsible_scopes, visible_graph
+from fuselens.core.graph import Graph, proto
+from fuselens.core.graph.fused import FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR
+from fuselens.core.graph.nodes import make_node
+from fuselens.core.graph.opclass import BORDER, CATEGORY_TITLES, PALETTE, op_category, ops_in
+from fuselens.core.layout import SCOPE_PREFIX, collapsible_scopes, visible_graph
 
 
 def test_constants_and_identity_reads_are_drawn_inside_their_consumer(load_sample):

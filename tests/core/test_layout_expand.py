@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-import core.layout.expand as expand
+import fuselens.core.layout.expand as expand
 from benchmarks.bench_amct import synthetic
-from core.layout import FRAME_PREFIX, SCOPE_PREFIX, LayoutCache, layout_graph
-from core.layout.drawn import drawn_names
-from core.layout.expand import close_box, follow_collapsed, open_box, outermost
-from core.layout.overview import overview_scopes
+from fuselens.core.layout import FRAME_PREFIX, SCOPE_PREFIX, LayoutCache, layout_graph
+from fuselens.core.layout.drawn import drawn_names
+from fuselens.core.layout.expand import close_box, follow_collapsed, open_box, outermost
+from fuselens.core.layout.overview import overview_scopes
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,13 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from core.errors import Cancelled
-from core.graph import Graph, proto
-from core.graph.nodes import make_node
-from core.layout import LayoutCache, layout_graph, visible_graph
-from core.layout import dot as layout_dot
-from core.layout.engine import DOT_MAX_BOXES
-from core.layout.layered import layer_ranks, layered_positions
+from fuselens.core.errors import Cancelled
+from fuselens.core.graph import Graph, proto
+from fuselens.core.graph.nodes import make_node
+from fuselens.core.layout import LayoutCache, layout_graph, visible_graph
+from fuselens.core.layout import dot as layout_dot
+from fuselens.core.layout.engine import DOT_MAX_BOXES
+from fuselens.core.layout.layered import layer_ranks, layered_positions
 
 
 def test_dot_places_every_box_inside_the_drawing_and_routes_every_edge(load_sample):

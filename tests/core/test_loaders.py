@@ -9,12 +9,12 @@ import zlib
 import numpy as np
 import pytest
 
-from cli import main as cli_main
-from core.errors import FuseLensError
-from core.formats.loaders import detect_format, load_model
-from core.formats.samples import sample_path
-from core.graph import proto
-from core.graph.nodes import make_node
+from fuselens.cli import main as cli_main
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.loaders import detect_format, load_model
+from fuselens.core.formats.samples import sample_path
+from fuselens.core.graph import proto
+from fuselens.core.graph.nodes import make_node
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(32)
 

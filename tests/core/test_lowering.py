@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.formats.execute import random_feeds, run_graph
-from core.graph import Graph, proto
-from core.measure.profile import NodeMapper
-from core.runtime import layer_norm
-from core.runtime.lowering import EPILOGUE, FUNCTION_CALL, LAYER_NORM, XLA_KERNEL, execution_plan, lower
-from core.tfimport import import_tensorflow
-from passes.pipeline import run_pipeline
+from fuselens.core.formats.execute import random_feeds, run_graph
+from fuselens.core.graph import Graph, proto
+from fuselens.core.measure.profile import NodeMapper
+from fuselens.core.runtime import layer_norm
+from fuselens.core.runtime.lowering import EPILOGUE, FUNCTION_CALL, LAYER_NORM, XLA_KERNEL, execution_plan, lower
+from fuselens.core.tfimport import import_tensorflow
+from fuselens.passes.pipeline import run_pipeline
 from tests.core.test_layer_norm import keras2_layer_norm_graph
 
 

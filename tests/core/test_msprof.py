@@ -8,10 +8,10 @@ from dataclasses import asdict
 
 import pytest
 
-from core.errors import FuseLensError
-from core.graph import Graph, proto
-from core.graph.nodes import make_node
-from core.measure.msprof import import_graph_run, import_profile, parse_shapes, read_op_summary
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import Graph, proto
+from fuselens.core.graph.nodes import make_node
+from fuselens.core.measure.msprof import import_graph_run, import_profile, parse_shapes, read_op_summary
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
 # (name, type, start us within the step, duration us, block dim); two steps 1000 us apart.

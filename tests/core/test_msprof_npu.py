@@ -8,8 +8,14 @@ import json
 
 import pytest
 
-from core.errors import FuseLensError
-from core.measure.msprof import find_profile_files, import_graph_run, read_fusion_op, read_msprof_json, read_task_time
+from fuselens.core.errors import FuseLensError
+from fuselens.core.measure.msprof import (
+    find_profile_files,
+    import_graph_run,
+    read_fusion_op,
+    read_msprof_json,
+    read_task_time,
+)
 from tests.npu_artifacts import write_prof_folder
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"

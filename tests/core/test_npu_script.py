@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from core.ascend.npu_script import DRIVER_SOURCE, DUMP, MODES, SESSION_SOURCE, bundle_spec, side_spec
+from fuselens.core.ascend.npu_script import DRIVER_SOURCE, DUMP, MODES, SESSION_SOURCE, bundle_spec, side_spec
 
 
 def _driver():
@@ -73,7 +73,7 @@ def test_npu_session_config_carries_the_switches_profiling_and_compile_stat(tmp_
     """The ConfigProto both sides and the NPU backend build (TensorFlow builds it without an NPU)."""
     import tensorflow as tf
 
-    from core.devices.npu_session import npu_session_config
+    from fuselens.core.devices.npu_session import npu_session_config
 
     config = npu_session_config(tf, ["ScopeInstanceNormPass"], "/x/fusion_switch.json", str(tmp_path / "original"))
     [optimizer] = config.graph_options.rewrite_options.custom_optimizers

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from core.ascend.npu_target import ADDITIONS, TARGETS, Addition, for_target, op_table
-from core.errors import FuseLensError
-from core.formats.loaders import load_model
-from core.formats.samples import SAMPLES
-from passes.pipeline import run_pipeline
+from fuselens.core.ascend.npu_target import ADDITIONS, TARGETS, Addition, for_target, op_table
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.loaders import load_model
+from fuselens.core.formats.samples import SAMPLES
+from fuselens.passes.pipeline import run_pipeline
 
 tf = pytest.importorskip("tensorflow")
 
@@ -90,7 +90,7 @@ def test_an_op_the_target_lacks_is_refused_naming_the_mode_that_has_it():
 
 def test_a_default_the_target_does_not_share_is_written_out(monkeypatch):
     """Stripping must not hand the target its own, different default: such an attribute stays."""
-    from core.ascend import npu_target
+    from fuselens.core.ascend import npu_target
 
     graph_def = _graph(lambda: tf.raw_ops.Cast(x=tf.compat.v1.placeholder(tf.float32, [2], name="x"),
                                                DstT=tf.int32, Truncate=False, name="cast"))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from core.graph import Graph, proto
-from core.graph.nodes import make_node
-from core.measure.profile import KernelEvent, NodeMapper, build_graph_run, label_op
+from fuselens.core.graph import Graph, proto
+from fuselens.core.graph.nodes import make_node
+from fuselens.core.measure.profile import KernelEvent, NodeMapper, build_graph_run, label_op
 
 
 def _graph() -> Graph:

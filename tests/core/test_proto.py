@@ -11,9 +11,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from core.errors import FuseLensError
-from core.graph import Graph, proto
-from core.graph.nodes import make_node
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import Graph, proto
+from fuselens.core.graph.nodes import make_node
 
 types = proto.types_pb2
 
@@ -30,7 +30,7 @@ def tensor(dtype: int, shape: list[int], **fields: object) -> proto.TensorProto:
 
 def tf_make_ndarray(message: proto.TensorProto) -> np.ndarray:
     """TensorFlow's own decoding of the same bytes."""
-    from core.tfimport import import_tensorflow
+    from fuselens.core.tfimport import import_tensorflow
 
     tf = import_tensorflow()
     from tensorflow.core.framework import tensor_pb2
@@ -169,7 +169,7 @@ def test_const_value_of_an_empty_scalar_is_zero() -> None:
 
 
 def test_a_file_with_a_corrupt_constant_is_refused_when_opened(tmp_path) -> None:
-    from core.formats.loaders import load_model
+    from fuselens.core.formats.loaders import load_model
 
     bad = make_node("Const", "w", attrs={"dtype": proto.AttrValue(type=types.DT_FLOAT),
                                         "value": proto.AttrValue(tensor=tensor(types.DT_FLOAT, [2, 2],
@@ -184,7 +184,7 @@ def test_a_file_with_a_corrupt_constant_is_refused_when_opened(tmp_path) -> None
 
 def test_a_const_without_a_value_is_refused_when_opened(tmp_path) -> None:
     """TensorFlow refuses such a graph; reading it as a default (invalid) tensor only moved the problem into a pass."""
-    from core.formats.loaders import load_model
+    from fuselens.core.formats.loaders import load_model
 
     const = make_node("Const", "w", attrs={"dtype": proto.AttrValue(type=types.DT_FLOAT)})
     path = tmp_path / "no_value.pb"

@@ -8,15 +8,15 @@ import json
 
 import pytest
 
-from core.ascend.npu_bundle import BundleSide, write_npu_bundle
-from core.ascend.profile_import import import_run_file
-from core.errors import FuseLensError
-from core.formats.switch_file import FusionSwitches, SwitchForms
-from core.graph import Graph, proto
-from core.graph.nodes import make_node
-from core.measure.result import GraphRun, KernelStat, OutputComparison, RunResult, TimelineEvent
-from core.runtime.backend_probe import probe_backends
-from core.runtime.run_view import (
+from fuselens.core.ascend.npu_bundle import BundleSide, write_npu_bundle
+from fuselens.core.ascend.profile_import import import_run_file
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.switch_file import FusionSwitches, SwitchForms
+from fuselens.core.graph import Graph, proto
+from fuselens.core.graph.nodes import make_node
+from fuselens.core.measure.result import GraphRun, KernelStat, OutputComparison, RunResult, TimelineEvent
+from fuselens.core.runtime.backend_probe import probe_backends
+from fuselens.core.runtime.run_view import (
     common_scope,
     format_us,
     kernel_category,
@@ -28,7 +28,7 @@ from core.runtime.run_view import (
     timeline_lanes,
     top_kernels,
 )
-from passes.pipeline import run_pipeline
+from fuselens.passes.pipeline import run_pipeline
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
 OP_SUMMARY_HEADER = ("Device_id,Model ID,Task ID,Stream ID,Op Name,OP Type,OP State,Task Type,Task Start Time(us),"
@@ -128,7 +128,7 @@ def test_input_shapes_are_offered_for_open_dimensions_and_parsed(load_sample):
 
 @pytest.fixture(scope="module")
 def abs_relu_exp_graphs():
-    from core.formats.loaders import load_model
+    from fuselens.core.formats.loaders import load_model
 
     original = load_model("abs_relu_exp").graph
     return original, run_pipeline(original, ["AutoFusePass"]).fused

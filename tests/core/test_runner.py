@@ -11,15 +11,15 @@ import os
 import numpy as np
 import pytest
 
-from core.devices.backends import detect, detect_backends
-from core.errors import FuseLensError
-from core.formats.switch_file import FusionSwitches, SwitchForms
-from core.graph import Graph, TensorRef, proto
-from core.graph.nodes import make_const, make_node
-from core.runtime import RunRequest, RunResult, run, start_run
-from core.runtime.child import FAULT_ENV
-from core.runtime.runner import load_npz_inputs, prepare_job
-from passes.fused import fuse_subgraph
+from fuselens.core.devices.backends import detect, detect_backends
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.switch_file import FusionSwitches, SwitchForms
+from fuselens.core.graph import Graph, TensorRef, proto
+from fuselens.core.graph.nodes import make_const, make_node
+from fuselens.core.runtime import RunRequest, RunResult, run, start_run
+from fuselens.core.runtime.child import FAULT_ENV
+from fuselens.core.runtime.runner import load_npz_inputs, prepare_job
+from fuselens.passes.fused import fuse_subgraph
 
 FUSED_NAME = "autofuse_pointwise_0_Abs_Relu_Exp"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import FuseLensError
-from core.graph import TensorRef
-from core.runtime import RunRequest, run
-from core.runtime.runner import LayerProbe, RunnerProcess, start_run
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import TensorRef
+from fuselens.core.runtime import RunRequest, run
+from fuselens.core.runtime.runner import LayerProbe, RunnerProcess, start_run
 from tests.core.test_runner import log_graph
 
 

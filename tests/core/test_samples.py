@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.formats.samples import SAMPLE_DIR, SAMPLES, load_build_script
+from fuselens.core.formats.samples import SAMPLE_DIR, SAMPLES, load_build_script
 
 
 @pytest.mark.parametrize("name", [n for n, s in SAMPLES.items() if not s.cached])

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.graph import Graph, proto
-from core.graph.nodes import make_const, make_node
-from core.graph.shapes import broadcast, infer_static_shapes
+from fuselens.core.graph import Graph, proto
+from fuselens.core.graph.nodes import make_const, make_node
+from fuselens.core.graph.shapes import broadcast, infer_static_shapes
 from tests.zoo.models import zoo_model
 
 SAMPLES = sorted((Path(__file__).resolve().parents[2] / "resources" / "samples").glob("*.pb"))

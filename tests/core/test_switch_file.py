@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from core.errors import FuseLensError
-from core.formats.switch_file import FusionSwitches, parse_switch_file
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.switch_file import FusionSwitches, parse_switch_file
 
 FACTS_JSON = """{"Switch": {
   "GraphFusion": {"ALL": "off", "SoftmaxFusionPass": "on", "ConvToFullyConnectionFusionPass": "off"},

@@ -13,12 +13,12 @@ import numbers
 
 import pytest
 
-from core.formats.execute import random_feeds
-from core.graph import proto
-from core.measure.profile import build_graph_run
-from core.measure.result import RunResult
-from core.runtime.child import step_events
-from core.runtime.trace import CSV_COLUMNS, chrome_trace, kernel_csv, write_chrome_trace
+from fuselens.core.formats.execute import random_feeds
+from fuselens.core.graph import proto
+from fuselens.core.measure.profile import build_graph_run
+from fuselens.core.measure.result import RunResult
+from fuselens.core.runtime.child import step_events
+from fuselens.core.runtime.trace import CSV_COLUMNS, chrome_trace, kernel_csv, write_chrome_trace
 
 METADATA_NAMES = {"process_name", "thread_name", "process_sort_index", "thread_sort_index"}
 

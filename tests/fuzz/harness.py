@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import FuseLensError
-from core.graph import proto
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import proto
 from tests.fuzz import mutators as m
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -268,16 +268,16 @@ def _remove(folder: Path) -> None:
 # ---- the formats ------------------------------------------------------------------------------------
 @cache
 def _sample_bytes(name: str) -> bytes:
-    from core.formats.samples import sample_path
+    from fuselens.core.formats.samples import sample_path
 
     return sample_path(name).read_bytes()
 
 
 def _load_graph(path: Path) -> None:
     """Load and inspect, then the default passes: `fuselens fuse` without the subprocess."""
-    from core.formats.loaders import load_model
-    from core.graph.inspect import summarize
-    from passes.pipeline import run_pipeline
+    from fuselens.core.formats.loaders import load_model
+    from fuselens.core.graph.inspect import summarize
+    from fuselens.passes.pipeline import run_pipeline
 
     graph = load_model(path).graph
     summarize(graph)
@@ -307,7 +307,7 @@ SWITCH_SEEDS = [
 
 
 def _load_switch_file(path: Path) -> None:
-    from passes.config import PassConfig
+    from fuselens.passes.config import PassConfig
 
     PassConfig.default().with_switch_file(path).to_switch_forms()
 
@@ -319,7 +319,7 @@ FLAG_SEEDS = [b"--enable_autofuse=true;--autofuse_enable_pass=reduce,concat",
 
 
 def _load_flags(path: Path) -> None:
-    from passes.config import PassConfig
+    from fuselens.passes.config import PassConfig
 
     text = path.read_bytes().decode("utf-8", "surrogateescape")
     PassConfig.default().with_autofuse_flags(text).autofuse_flags()
@@ -353,14 +353,14 @@ def _rule_seeds(work: Path) -> list[tuple[str, bytes]]:
 
 @cache
 def _rule_targets() -> tuple[Any, ...]:
-    from core.formats.loaders import load_model
+    from fuselens.core.formats.loaders import load_model
 
     return tuple(load_model(name).graph for name in ("demo", "bert_layernorm"))
 
 
 def _load_rules(path: Path) -> None:
     """Load the rule file, then dry-run each of its rules on two samples with LayerNorm-like scopes."""
-    from passes.config import PassConfig
+    from fuselens.passes.config import PassConfig
 
     config = PassConfig.default().with_scope_rules(path)
     for rule in config.rules:
@@ -376,7 +376,7 @@ def _rules_cli(path: Path, out: Path) -> list[str]:
 @cache
 def _npu_files(work: Path) -> dict[str, list[tuple[str, bytes]]]:
     """Real toolchain files, as tests/npu_artifacts.py writes them from FuseLens's samples."""
-    from core.formats.loaders import load_model
+    from fuselens.core.formats.loaders import load_model
     from tests import npu_artifacts as npu
 
     folder = work / "npu"
@@ -408,13 +408,13 @@ def _npu_files(work: Path) -> dict[str, list[tuple[str, bytes]]]:
 
 
 def _import_profile(path: Path) -> None:
-    from core.ascend.profile_import import import_run_file
+    from fuselens.core.ascend.profile_import import import_run_file
 
     import_run_file(path)
 
 
 def _run_file_seeds(work: Path) -> list[tuple[str, bytes]]:
-    from core.measure.msprof import import_profile
+    from fuselens.core.measure.msprof import import_profile
 
     folder = work / "npu" / "PROF_000001_20260101120000000_ABCDEFGHIJ"
     _npu_files(work)
@@ -423,13 +423,13 @@ def _run_file_seeds(work: Path) -> list[tuple[str, bytes]]:
 
 
 def _load_dump(path: Path) -> None:
-    from core.ascend.ge.dump import dump_summary, load_dump
+    from fuselens.core.ascend.ge.dump import dump_summary, load_dump
 
     dump_summary(load_dump(path))
 
 
 def _read_ledger(path: Path) -> None:
-    from core.ascend.ge.fusion_result import read_fusion_result
+    from fuselens.core.ascend.ge.fusion_result import read_fusion_result
 
     read_fusion_result(path).to_json()
 
@@ -439,7 +439,7 @@ SKIP_SEEDS = [("skip.txt", b"# keep the stem BN\nConvBatchnormFusionPass:stem/bn
 
 
 def _read_skip_file(path: Path) -> None:
-    from passes.config import PassConfig, read_skip_file
+    from fuselens.passes.config import PassConfig, read_skip_file
 
     PassConfig.default().with_skipped(read_skip_file(path))
 

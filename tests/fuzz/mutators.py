@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from google.protobuf import text_format
 
-from core.graph import proto
+from fuselens.core.graph import proto
 
 Rng = np.random.Generator
 Mutator = Callable[[Rng, bytes, Sequence[bytes]], bytes]

@@ -15,10 +15,10 @@ import time
 
 import pytest
 
-from core.errors import FuseLensError
-from core.formats.loaders import load_model
-from core.graph import proto
-from core.graph.nodes import make_node
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.loaders import load_model
+from fuselens.core.graph import proto
+from fuselens.core.graph.nodes import make_node
 from tests.fuzz import harness
 
 
@@ -34,7 +34,7 @@ def one_line_error(call, *args) -> str:
 @pytest.mark.parametrize("pid", [[2000], {"id": 2000}, True])
 def test_an_msprof_timeline_whose_pid_is_a_list_or_an_object_is_read(tmp_path, pid) -> None:
     """Was `TypeError: unhashable type: 'list'` from read_msprof_json (fuzz case msprof_json 84)."""
-    from core.measure.msprof import import_graph_run
+    from fuselens.core.measure.msprof import import_graph_run
 
     events = [{"name": "process_name", "pid": 2000, "ph": "M", "args": {"name": "Ascend Hardware"}},
               {"name": "process_name", "pid": pid, "ph": "M", "args": {"name": "Ascend Hardware"}},
@@ -47,7 +47,7 @@ def test_an_msprof_timeline_whose_pid_is_a_list_or_an_object_is_read(tmp_path, p
 
 def test_an_unknown_autofuse_flag_with_a_line_break_is_one_line() -> None:
     """Was a two-line error: the unknown key was printed raw (fuzz case autofuse_flags 217)."""
-    from passes.autofuse.flags import parse_autofuse_flags
+    from fuselens.passes.autofuse.flags import parse_autofuse_flags
 
     message = one_line_error(parse_autofuse_flags, "--enable_autofuse=true;--aut\nofuse_enable_pass=reduce")
     assert "unknown flag '--aut\\nofuse_enable_pass'" in message
@@ -58,13 +58,13 @@ def test_an_unknown_autofuse_flag_with_a_line_break_is_one_line() -> None:
     ({"Switch": {"GraphFusion": {"A\nB": "maybe"}}}, "Switch.GraphFusion.'A\\nB' is 'maybe'"),
 ])
 def test_switch_file_keys_with_a_line_break_stay_on_one_line(switch, words) -> None:
-    from core.formats.switch_file import parse_switch_file
+    from fuselens.core.formats.switch_file import parse_switch_file
 
     assert words in one_line_error(parse_switch_file, json.dumps(switch), "switch.json")
 
 
 def test_rule_file_keys_with_a_line_break_stay_on_one_line(tmp_path) -> None:
-    from passes.scope.user_rules import load_rule_file
+    from fuselens.passes.scope.user_rules import load_rule_file
 
     path = tmp_path / "rules.json"
     path.write_text(json.dumps({"rules": [{"name": "R", "op_type": "X", "census": {"Mu\nl": "3"},
@@ -83,7 +83,7 @@ def test_a_corrupt_constant_in_a_node_named_with_a_line_break_is_one_line(tmp_pa
 
 def test_a_yaml_alias_bomb_in_a_rule_file_is_one_quick_error(tmp_path) -> None:
     """Aliases of aliases (~10^8 nodes if expanded): the rule reader must not walk the expansion."""
-    from passes.scope.user_rules import load_rule_file
+    from fuselens.passes.scope.user_rules import load_rule_file
 
     lines = ['l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
     lines += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, 8)]
@@ -120,8 +120,8 @@ def test_a_ge_onnx_desc_index_is_bounded(tmp_path) -> None:
         import resource, signal
         resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
         signal.alarm(5)  # a bounded reader answers at once
-        from core.errors import FuseLensError
-        from core.ascend.ge.dump import load_dump
+        from fuselens.core.errors import FuseLensError
+        from fuselens.core.ascend.ge.dump import load_dump
         try:
             load_dump({str(dump)!r})
         except FuseLensError:
@@ -133,7 +133,7 @@ def test_a_ge_onnx_desc_index_is_bounded(tmp_path) -> None:
 
 
 def test_fusion_result_keys_with_a_newline_stay_on_one_line(tmp_path) -> None:
-    from core.ascend.ge.fusion_result import read_fusion_result
+    from fuselens.core.ascend.ge.fusion_result import read_fusion_result
 
     path = tmp_path / "fusion_result.json"
     path.write_text(json.dumps({"two\nlines": {}}))
@@ -141,7 +141,7 @@ def test_fusion_result_keys_with_a_newline_stay_on_one_line(tmp_path) -> None:
 
 
 def test_import_profile_reads_an_msprof_json_timeline(tmp_path) -> None:
-    from core.ascend.profile_import import import_run_file
+    from fuselens.core.ascend.profile_import import import_run_file
 
     (name, data), *_ = harness.FORMATS["msprof_json"].seeds(tmp_path)
     path = tmp_path / name
@@ -150,7 +150,7 @@ def test_import_profile_reads_an_msprof_json_timeline(tmp_path) -> None:
 
 
 def test_autofuse_flags_of_only_dashes_on_the_command_line(capsys) -> None:
-    from cli import main as cli_main
+    from fuselens.cli import main as cli_main
 
     assert cli_main(["fuse", "abs_relu_exp", "--autofuse-flags=--"]) in (0, 2)
     assert "Traceback" not in capsys.readouterr().err

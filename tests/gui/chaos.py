@@ -42,7 +42,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
 )
 
-from core.formats.samples import SAMPLES, sample_path
+from fuselens.core.formats.samples import SAMPLES, sample_path
 
 # Actions a chaos run never takes: they end the application or wait on the user's desktop.
 SKIPPED_ACTIONS = frozenset({"Quit"})
@@ -309,7 +309,7 @@ def leftovers(before_threads: set[int], grace_s: float = 10.0) -> list[str]:
     (benchmarks/bench_chaos.py checks that nothing outlives the process)."""
     import threading
 
-    from session.tensorflow_helper import shared_helper
+    from fuselens.session.tensorflow_helper import shared_helper
 
     helper = str(shared_helper().pid)
     deadline = time.monotonic() + grace_s

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from PySide6.QtWidgets import QMessageBox
 
-from core.layout import LayoutCache
-from passes import registry
-from passes.config import PassConfig
+from fuselens.core.layout import LayoutCache
+from fuselens.passes import registry
+from fuselens.passes.config import PassConfig
 from tests.gui.helpers import ToyDropActivation, close_window, make_window
 
 

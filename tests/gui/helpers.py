@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSettings
 
-from core.graph import TensorRef
-from core.graph.provenance import Rewrite
-from passes.base import FusionPass, Match, NearMiss
+from fuselens.core.graph import TensorRef
+from fuselens.core.graph.provenance import Rewrite
+from fuselens.passes.base import FusionPass, Match, NearMiss
 
 WAIT_MS = 60000
 
@@ -40,7 +40,7 @@ class ToyDropActivation(FusionPass):
 
 
 def make_window(qtbot, tmp_path, layout_cache, config=None, tensorflow=None):
-    from gui.main_window import MainWindow  # after the QApplication exists
+    from fuselens.gui.main_window import MainWindow  # after the QApplication exists
 
     settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
     window = MainWindow(settings=settings, layout_cache=layout_cache, config=config, tensorflow=tensorflow)
@@ -52,7 +52,7 @@ def make_window(qtbot, tmp_path, layout_cache, config=None, tensorflow=None):
 
 def shown_view(qtbot, width: int = 600, height: int = 500):
     """A GraphView of its own, shown and exposed, with nothing drawn yet."""
-    from gui.graph_view import GraphView  # after the QApplication exists
+    from fuselens.gui.graph_view import GraphView  # after the QApplication exists
 
     view = GraphView()
     qtbot.addWidget(view)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-import gui.pane
+import fuselens.gui.pane
 from benchmarks.bench_amct import synthetic
-from core.layout import FRAME_PREFIX, SCOPE_PREFIX, Layout
-from core.layout.overview import BIG_GRAPH_NODES
+from fuselens.core.layout import FRAME_PREFIX, SCOPE_PREFIX, Layout
+from fuselens.core.layout.overview import BIG_GRAPH_NODES
 from tests.gui.helpers import WAIT_MS, open_and_wait, wait_idle
 
 
@@ -29,8 +29,9 @@ def test_a_5k_node_graph_opens_collapsed_and_expands_one_scope_at_a_time_in_plac
     graph = synthetic(5000)
     path.write_bytes(graph.graph_def.SerializeToString())
     full_layouts = []
-    layout_graph = gui.pane.layout_graph
-    monkeypatch.setattr(gui.pane, "layout_graph", lambda *a, **k: full_layouts.append(a) or layout_graph(*a, **k))
+    layout_graph = fuselens.gui.pane.layout_graph
+    monkeypatch.setattr(fuselens.gui.pane, "layout_graph",
+                        lambda *a, **k: full_layouts.append(a) or layout_graph(*a, **k))
     open_and_wait(qtbot, window, str(path), timeout=WAIT_MS * 2)
     before, after = window.panes["before"], window.panes["after"]
     assert len(graph) > BIG_GRAPH_NODES and len(before.shown.nodes) < len(graph) / 5
@@ -106,8 +107,8 @@ def test_a_5k_node_graph_opens_collapsed_and_expands_one_scope_at_a_time_in_plac
 def test_the_first_view_of_a_tall_graph_with_a_wide_part_shows_its_inputs(qtbot, window, tmp_path):
     """A chain drawn in the middle of a wide scene: the first view is centred on it, not on the
     scene's empty top-left corner (the fit must not wait for the items built in slices)."""
-    from core.graph import proto
-    from core.graph.nodes import make_node
+    from fuselens.core.graph import proto
+    from fuselens.core.graph.nodes import make_node
 
     dtype = {"dtype": proto.AttrValue(type=proto.DT_FLOAT)}
     nodes = [make_node("Placeholder", "input", attrs=dtype)]
@@ -132,14 +133,14 @@ def test_opening_a_scope_lays_each_pane_out_once_the_after_pane_once_the_before_
     before, after = window.panes["before"], window.panes["after"]
     block = "block7"
     layouts = []  # (side, whether the before pane's scene showed the scope open by then, and was painted)
-    relayout = gui.pane.Pane.relayout
+    relayout = fuselens.gui.pane.Pane.relayout
 
     def recorded(pane, *args, **kwargs):
         shown_open = not before.view.building and block not in scope_boxes(before)
         layouts.append((pane.side, shown_open and not before.view._paint_pending))
         return relayout(pane, *args, **kwargs)
 
-    monkeypatch.setattr(gui.pane.Pane, "relayout", recorded)
+    monkeypatch.setattr(fuselens.gui.pane.Pane, "relayout", recorded)
     window._on_activated("before", SCOPE_PREFIX + block)
     qtbot.waitUntil(lambda: block not in scope_boxes(after), timeout=WAIT_MS)
     wait_idle(qtbot, window)

@@ -9,10 +9,10 @@ import json
 import pytest
 from PySide6.QtCore import QPointF, Qt
 
-from core.formats.loaders import load_model
-from core.graph.opclass import PALETTE
-from core.runtime import RunRequest, RunResult, run
-from passes.pipeline import run_pipeline
+from fuselens.core.formats.loaders import load_model
+from fuselens.core.graph.opclass import PALETTE
+from fuselens.core.runtime import RunRequest, RunResult, run
+from fuselens.passes.pipeline import run_pipeline
 from tests.gui.helpers import open_and_wait
 
 SAMPLE = "abs_relu_exp"

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from passes import registry
-from passes.amct.conv_bn import ConvBatchnormFusionPass
-from passes.config import PassConfig
+from fuselens.passes import registry
+from fuselens.passes.amct.conv_bn import ConvBatchnormFusionPass
+from fuselens.passes.config import PassConfig
 from tests.gui.helpers import close_window, make_window, open_and_wait, wait_idle
 from tests.sessions.fault_models import BLOCKS, MisfoldingConvBn, conv_bn_chain
 

@@ -8,13 +8,13 @@ from PySide6.QtCore import QEvent, QObject
 from PySide6.QtGui import QColor
 
 from benchmarks.bench_amct import synthetic
-from core.layout import SCOPE_PREFIX, Layout, LayoutEdge, LayoutNode, layout_graph
-from core.layout.change import edge_key, layout_change
-from core.layout.drawn import drawn_names
-from core.layout.expand import open_box
-from core.layout.overview import overview_scopes
-from gui import graph_view
-from gui.graph_view import NodeItem
+from fuselens.core.layout import SCOPE_PREFIX, Layout, LayoutEdge, LayoutNode, layout_graph
+from fuselens.core.layout.change import edge_key, layout_change
+from fuselens.core.layout.drawn import drawn_names
+from fuselens.core.layout.expand import open_box
+from fuselens.core.layout.overview import overview_scopes
+from fuselens.gui import graph_view
+from fuselens.gui.graph_view import NodeItem
 from tests.gui.helpers import shown_view
 
 

@@ -9,10 +9,10 @@ from PySide6.QtCore import QEvent, QPoint, Qt
 from PySide6.QtGui import QColor, QHelpEvent
 from PySide6.QtWidgets import QApplication, QToolTip
 
-from core.graph.opclass import DIFF_COLOURS
-from core.layout import layout_graph
-from gui import graph_view
-from gui.graph_view import PICTURE_LOD, GraphView, NodeItem
+from fuselens.core.graph.opclass import DIFF_COLOURS
+from fuselens.core.layout import layout_graph
+from fuselens.gui import graph_view
+from fuselens.gui.graph_view import PICTURE_LOD, GraphView, NodeItem
 from tests.gui.helpers import shown_view
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from gui import graph_view
+from fuselens.gui import graph_view
 from tests.gui.helpers import open_and_wait
 
 GUI = Path(__file__).resolve().parents[2] / "gui"

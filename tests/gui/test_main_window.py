@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 import pytest
 from PySide6.QtCore import QPoint, Qt
 
-from core.formats.loaders import load_model
-from core.layout import SCOPE_PREFIX
+from fuselens.core.formats.loaders import load_model
+from fuselens.core.layout import SCOPE_PREFIX
 from tests.gui.helpers import ToyDropActivation, open_and_wait, wait_idle
 
 SAMPLE = "keras_bn_small_ops"  # 4 Relu after small-op BNs: 4 toy matches; scopes bn_default/batchnorm, ...
@@ -89,11 +89,11 @@ def test_a_new_fusion_is_drawn_in_the_after_pane_after_the_window_shows_its_coun
 def test_the_fused_graph_is_laid_out_once_the_match_list_is_filled(qtbot, toy_window, monkeypatch):
     """Its layout worker beside the list's slices of rows shared the interpreter lock with them: every
     slice waited for it (a 20k-node graph's fusion has ~5,000 rows)."""
-    import gui.match_list
+    import fuselens.gui.match_list
 
     open_and_wait(qtbot, toy_window, "demo")
-    monkeypatch.setattr(gui.match_list, "MIN_ROWS_PER_SLICE", 1)  # a row a slice: the list fills in turns
-    monkeypatch.setattr(gui.match_list, "FILL_SLICE_S", 0.0)
+    monkeypatch.setattr(fuselens.gui.match_list, "MIN_ROWS_PER_SLICE", 1)  # a row a slice: the list fills in turns
+    monkeypatch.setattr(fuselens.gui.match_list, "FILL_SLICE_S", 0.0)
     events = []
     toy_window.match_list.filled.connect(lambda: events.append("filled"))
     relayout = toy_window.relayout
@@ -250,8 +250,8 @@ def test_recent_files_and_bottom_dock(qtbot, toy_window):
 
 def test_real_scope_fusion_shows_a_green_fused_node_with_its_body(qtbot, window):
     """bert_layernorm through the real (general) LayerNorm scope pass: a new fused node per layer."""
-    from gui.properties import FusedBodyDialog
-    from passes.fused import FUSED_NODES_ATTR
+    from fuselens.gui.properties import FusedBodyDialog
+    from fuselens.passes.fused import FUSED_NODES_ATTR
 
     open_and_wait(qtbot, window, "bert_layernorm")
     fused = window.session.pipeline.fused
@@ -285,7 +285,7 @@ def test_dropping_a_model_file_opens_it(qtbot, toy_window, tmp_path):
 
 
 def test_a_bare_pb_gets_its_edge_shapes_once_fusion_has_inferred_them(qtbot, window, tmp_path):
-    from core.graph import proto
+    from fuselens.core.graph import proto
     from tests.gui.helpers import WAIT_MS
 
     bare = proto.GraphDef()
@@ -304,8 +304,8 @@ def test_a_bare_pb_gets_its_edge_shapes_once_fusion_has_inferred_them(qtbot, win
 
 def test_a_failing_pass_shows_in_the_match_list_and_the_window_goes_on(qtbot, tmp_path, dialogs, layout_cache,
                                                                        monkeypatch):
-    from passes import registry
-    from passes.config import PassConfig
+    from fuselens.passes import registry
+    from fuselens.passes.config import PassConfig
     from tests.gui.helpers import close_window, make_window
     from tests.passes.test_failing_pass import BrokenEverywhere
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gui.match_filter import GROUP_ROLE, MatchFilterBar, item_kind, record_lines
-from gui.match_list import ITEM_ROLE, MatchList
-from passes.base import Match, NearMiss, PassResult
+from fuselens.gui.match_filter import GROUP_ROLE, MatchFilterBar, item_kind, record_lines
+from fuselens.gui.match_list import ITEM_ROLE, MatchList
+from fuselens.passes.base import Match, NearMiss, PassResult
 from tests.gui.helpers import open_and_wait
 
 

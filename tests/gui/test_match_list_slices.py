@@ -8,9 +8,9 @@ import time
 
 from PySide6.QtCore import QTimer
 
-from gui.match_filter import GROUP_ROLE, MatchFilterBar, record_lines
-from gui.match_list import ITEM_ROLE, MatchList
-from passes.base import Match, NearMiss, PassResult
+from fuselens.gui.match_filter import GROUP_ROLE, MatchFilterBar, record_lines
+from fuselens.gui.match_list import ITEM_ROLE, MatchList
+from fuselens.passes.base import Match, NearMiss, PassResult
 
 REFUSED = "the conv output has 2 consumers"
 

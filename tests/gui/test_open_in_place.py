@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-import gui.pane
-from core.layout import FRAME_PREFIX, SCOPE_PREFIX, Layout
-from core.layout.expand import BODY_SEP, PORT_PREFIX
+import fuselens.gui.pane
+from fuselens.core.layout import FRAME_PREFIX, SCOPE_PREFIX, Layout
+from fuselens.core.layout.expand import BODY_SEP, PORT_PREFIX
 from tests.gui.helpers import WAIT_MS, open_and_wait, wait_idle
 
 LAYER_NORM = "bert/encoder/layer_0/attention/output/LayerNorm"
@@ -26,8 +26,9 @@ def body_boxes(layout: Layout, fused: str) -> dict[str, str]:
 
 def test_a_fused_layernorm_opens_in_place_and_closes_again(qtbot, window, monkeypatch):
     full_layouts = []
-    layout_graph = gui.pane.layout_graph
-    monkeypatch.setattr(gui.pane, "layout_graph", lambda *a, **k: full_layouts.append(a) or layout_graph(*a, **k))
+    layout_graph = fuselens.gui.pane.layout_graph
+    monkeypatch.setattr(fuselens.gui.pane, "layout_graph",
+                        lambda *a, **k: full_layouts.append(a) or layout_graph(*a, **k))
     open_and_wait(qtbot, window, "bert_layernorm")
     after, before = window.panes["after"], window.panes["before"]
     fused = after.shown_graph

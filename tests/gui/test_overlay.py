@@ -3,7 +3,7 @@ before pane, with the reason beside them; selecting anything else clears it. One
 
 from __future__ import annotations
 
-from passes.base import Match, NearMiss
+from fuselens.passes.base import Match, NearMiss
 from tests.gui.helpers import open_and_wait, wait_idle
 
 

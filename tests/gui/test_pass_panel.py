@@ -7,10 +7,10 @@ import json
 import pytest
 from PySide6.QtCore import Qt
 
-from core.errors import FuseLensError
-from gui.pass_panel import PassPanel
-from passes.config import PassConfig
-from passes.registry import catalog
+from fuselens.core.errors import FuseLensError
+from fuselens.gui.pass_panel import PassPanel
+from fuselens.passes.config import PassConfig
+from fuselens.passes.registry import catalog
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDockWidget, QToolBar
 
-from gui.graph_view import NORMAL_LOOK, NodeItem
-from gui.presentation import PRESENTATION_LOOK, PRESENTATION_ZOOM, TEXT_POINTS
-from passes.base import Match, NearMiss
+from fuselens.gui.graph_view import NORMAL_LOOK, NodeItem
+from fuselens.gui.presentation import PRESENTATION_LOOK, PRESENTATION_ZOOM, TEXT_POINTS
+from fuselens.passes.base import Match, NearMiss
 from tests.gui.helpers import open_and_wait
 
 

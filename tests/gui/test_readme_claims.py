@@ -13,11 +13,11 @@ from PySide6.QtCore import QPoint, QPointF, Qt, QTimer
 from PySide6.QtGui import QContextMenuEvent, QImage, QWheelEvent
 from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QMenu
 
-from core.formats.loaders import load_model
-from core.formats.samples import SAMPLES
-from core.layout import SCOPE_PREFIX, LayoutCache
-from gui.dialogs import SamplesDialog
-from gui.graph_view import LABEL_LOD
+from fuselens.core.formats.loaders import load_model
+from fuselens.core.formats.samples import SAMPLES
+from fuselens.core.layout import SCOPE_PREFIX, LayoutCache
+from fuselens.gui.dialogs import SamplesDialog
+from fuselens.gui.graph_view import LABEL_LOD
 from tests.gui.helpers import close_window, make_window, open_and_wait, wait_idle
 
 SAMPLE = "keras_bn_small_ops"  # scopes bn_default/batchnorm, ...; 4 Relu after small-op BNs
@@ -398,7 +398,7 @@ def test_the_top_n_control_sets_how_many_bars_are_drawn(qtbot, toy_window, tmp_p
 @pytest.mark.parametrize("why", ["timeout", "no graphviz"])
 def test_without_a_dot_layout_the_pane_title_says_it_shows_a_simpler_layout(qtbot, tmp_path, dialogs, monkeypatch,
                                                                              why):
-    from core.layout import dot
+    from fuselens.core.layout import dot
 
     if why == "timeout":  # dot really runs, with a limit it cannot meet
         real = dot.run_dot

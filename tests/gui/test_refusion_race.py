@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from session import Stage
+from fuselens.session import Stage
 from tests.gui.helpers import WAIT_MS, wait_idle
 
 SWITCHES = ["ConvBatchnormFusionPass", "SmallOpBatchnormFusionPass", "AutoFusePass", "DepthwiseConvBatchnormFusionPass"]

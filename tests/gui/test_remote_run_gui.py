@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from core.ascend.remote import LOCAL, Host, transport_for
-from gui.predicted_rows import AGREED
-from gui.remote_run import REMOTE
-from session.remote_run import HostStore, RunHistory, new_record
+from fuselens.core.ascend.remote import LOCAL, Host, transport_for
+from fuselens.gui.predicted_rows import AGREED
+from fuselens.gui.remote_run import REMOTE
+from fuselens.session.remote_run import HostStore, RunHistory, new_record
 from tests.gui.helpers import open_and_wait
 from tests.npu_artifacts import GE_ONLY_PASS
 from tests.sessions.test_npu_check import write_bundle_results

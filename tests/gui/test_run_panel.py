@@ -10,8 +10,8 @@ import os
 import pytest
 from PySide6.QtCore import Qt
 
-from core.devices.backends import BackendStatus
-from gui.run_panel import BACKEND_PROBE, DOCK_TITLE
+from fuselens.core.devices.backends import BackendStatus
+from fuselens.gui.run_panel import BACKEND_PROBE, DOCK_TITLE
 from tests.core.test_run_view import write_op_summary
 from tests.gui.helpers import open_and_wait
 
@@ -144,7 +144,7 @@ def test_a_bad_profile_is_an_error_not_a_crash(qtbot, panel, tmp_path, dialogs):
 def test_npu_bundle_export_is_written_by_the_tensorflow_helper(qtbot, panel, tmp_path, monkeypatch):
     """The same bundle as `fuselens export-npu-script`; its graphs are stripped with TensorFlow, so the
     window's helper writes it (doing it in this process would fail here), in a worker: the call returns at once."""
-    from core.ascend import npu_bundle
+    from fuselens.core.ascend import npu_bundle
 
     def not_here(*args, **kwargs):
         raise AssertionError("the window's own process stripped a graph with TensorFlow")
@@ -165,7 +165,7 @@ def test_npu_bundle_export_is_written_by_the_tensorflow_helper(qtbot, panel, tmp
 def test_an_imported_npu_run_shows_predicted_vs_actual_and_a_row_selects_its_nodes(qtbot, window, tmp_path, dialogs):
     """A bundle's results folder: the tab appears with a row per prediction, AMCT's fold agreed as done before
     GE, a filter by status, and a click selecting the row's nodes in both panes; another model hides the tab."""
-    from gui.predicted_rows import AGREED, EXTRA
+    from fuselens.gui.predicted_rows import AGREED, EXTRA
     from tests.npu_artifacts import GE_ONLY_PASS
     from tests.sessions.test_npu_check import write_bundle_results
 

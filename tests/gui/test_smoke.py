@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.formats.samples import SAMPLES
+from fuselens.core.formats.samples import SAMPLES
 from tests.gui.helpers import close_window, make_window, open_and_wait
 from tests.zoo.models import ZOO, zoo_model
 

@@ -3,9 +3,9 @@ the changes grouped by the pass GE credits, synced selection through _datadump_o
 
 from __future__ import annotations
 
-from core.formats.loaders import load_model
-from passes.pipeline import run_pipeline
-from session import Stage
+from fuselens.core.formats.loaders import load_model
+from fuselens.passes.pipeline import run_pipeline
+from fuselens.session import Stage
 from tests.gui.helpers import WAIT_MS, open_and_wait
 from tests.npu_artifacts import FINAL_STAGE, ge_ops, toolchain_fusions, write_dump_folder
 

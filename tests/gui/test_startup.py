@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_nothing_heavy_is_imported_before_the_first_paint(model):
     painted = first_paint(ROOT, model)
     assert painted["shown"] > 0
-    assert "gui.main_window" in painted["modules"]  # the window really was built and painted
+    assert "fuselens.gui.main_window" in painted["modules"]  # the window really was built and painted
     assert heavy_imported(painted["modules"]) == []
 
 

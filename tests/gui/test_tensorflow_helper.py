@@ -11,12 +11,12 @@ import textwrap
 
 import pytest
 
-from core.errors import FuseLensError
-from core.formats.loaders import load_model
-from core.graph import Graph, proto
-from passes.config import PassConfig
-from session import FusionJob, Stage, tensorflow_helper
-from session.tensorflow_helper import FAULT_ENV, TensorFlowHelper, fusion_needs_tensorflow, needs_tensorflow
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.loaders import load_model
+from fuselens.core.graph import Graph, proto
+from fuselens.passes.config import PassConfig
+from fuselens.session import FusionJob, Stage, tensorflow_helper
+from fuselens.session.tensorflow_helper import FAULT_ENV, TensorFlowHelper, fusion_needs_tensorflow, needs_tensorflow
 from tests.gui.helpers import WAIT_MS, close_window, make_window, open_and_wait, wait_idle
 
 
@@ -101,8 +101,8 @@ def test_the_window_process_never_imports_tensorflow(tmp_path):
         from PySide6.QtCore import QSettings
         from PySide6.QtWidgets import QApplication
         app = QApplication([])
-        from gui.main_window import MainWindow
-        from session import Stage
+        from fuselens.gui.main_window import MainWindow
+        from fuselens.session import Stage
         window = MainWindow(settings=QSettings(sys.argv[1], QSettings.Format.IniFormat))
         window.show()
         window.open_model("abs_relu_exp")

@@ -8,8 +8,8 @@ from itertools import pairwise
 
 from PySide6.QtCore import QObject, QTimer
 
-from core.errors import FuseLensError
-from gui.workers import WorkerPool, run_in_slices
+from fuselens.core.errors import FuseLensError
+from fuselens.gui.workers import WorkerPool, run_in_slices
 
 
 def test_nothing_starts_after_shutdown(qtbot):

@@ -7,10 +7,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from core.formats.execute import random_feeds, run_graph
-from core.graph import Graph, proto
-from core.graph.nodes import make_const, make_node
-from passes.base import FusionPass, PassResult
+from fuselens.core.formats.execute import random_feeds, run_graph
+from fuselens.core.graph import Graph, proto
+from fuselens.core.graph.nodes import make_const, make_node
+from fuselens.passes.base import FusionPass, PassResult
 
 FLOAT = proto.AttrValue(type=proto.DT_FLOAT)
 BN_ROLES = ("gamma", "beta", "mean", "variance")

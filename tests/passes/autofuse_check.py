@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from core.formats.execute import random_feeds, run_graph
-from core.graph import Graph, proto
-from passes.autofuse.autofuse_pass import AutoFusePass
-from passes.base import PassResult
+from fuselens.core.formats.execute import random_feeds, run_graph
+from fuselens.core.graph import Graph, proto
+from fuselens.passes.autofuse.autofuse_pass import AutoFusePass
+from fuselens.passes.base import PassResult
 
 
 def tf_graph(build: Callable[..., None]) -> Graph:

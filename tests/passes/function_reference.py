@@ -7,10 +7,10 @@ from __future__ import annotations
 import weakref
 from collections.abc import Sequence
 
-from core.formats.tfshapes import TensorInfo, infer_tensors
-from core.graph import Graph, TensorRef, proto
-from core.graph.nodes import make_node
-from core.tfimport import import_tensorflow
+from fuselens.core.formats.tfshapes import TensorInfo, infer_tensors
+from fuselens.core.graph import Graph, TensorRef, proto
+from fuselens.core.graph.nodes import make_node
+from fuselens.core.tfimport import import_tensorflow
 
 _inferred: weakref.WeakKeyDictionary[Graph, dict[tuple[str, int], TensorInfo]] = weakref.WeakKeyDictionary()
 

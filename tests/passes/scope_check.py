@@ -6,9 +6,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from core.formats.execute import random_feeds, run_graph
-from core.graph import Graph, proto
-from passes.fused import FUSED_OP_TYPE_ATTR
+from fuselens.core.formats.execute import random_feeds, run_graph
+from fuselens.core.graph import Graph, proto
+from fuselens.passes.fused import FUSED_OP_TYPE_ATTR
 
 
 def fused_calls(graph: Graph, op_type: str) -> list[proto.NodeDef]:

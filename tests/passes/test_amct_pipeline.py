@@ -8,11 +8,11 @@ import copy
 import numpy as np
 import pytest
 
-from core.formats.execute import random_feeds, run_graph
-from core.formats.samples import SAMPLES
-from core.graph import Graph, proto
-from passes.pipeline import run_pipeline
-from passes.registry import catalog
+from fuselens.core.formats.execute import random_feeds, run_graph
+from fuselens.core.formats.samples import SAMPLES
+from fuselens.core.graph import Graph, proto
+from fuselens.passes.pipeline import run_pipeline
+from fuselens.passes.registry import catalog
 from tests.passes.amct_check import assert_same_outputs
 
 AMCT_DEFAULTS = [c.id for c in catalog() if c.family == "amct" and c.default_enabled]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import FuseLensError
-from passes.autofuse.flags import AutofuseFlags, as_autofuse_flags, parse_autofuse_flags
+from fuselens.core.errors import FuseLensError
+from fuselens.passes.autofuse.flags import AutofuseFlags, as_autofuse_flags, parse_autofuse_flags
 
 
 def test_defaults_fuse_pointwise_and_broadcast_only_and_autofuse_is_on():

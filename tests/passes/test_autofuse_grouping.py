@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from autofuse_check import assert_same_outputs, tf_graph
 
-from core.graph.opclass import op_category
-from passes.autofuse.autofuse_pass import AutoFusePass
-from passes.autofuse.flags import AutofuseFlags, parse_autofuse_flags
-from passes.autofuse.grouping import group_graph, kernel_name
-from passes.autofuse.op_classes import ascend_op_type, classify, fusion_class
+from fuselens.core.graph.opclass import op_category
+from fuselens.passes.autofuse.autofuse_pass import AutoFusePass
+from fuselens.passes.autofuse.flags import AutofuseFlags, parse_autofuse_flags
+from fuselens.passes.autofuse.grouping import group_graph, kernel_name
+from fuselens.passes.autofuse.op_classes import ascend_op_type, classify, fusion_class
 
 REDUCE_ON = parse_autofuse_flags("--autofuse_enable_pass=reduce")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from passes.pipeline import run_pipeline
+from fuselens.passes.pipeline import run_pipeline
 
 RECORDED = json.loads((Path(__file__).with_name("autofuse_kernels.json")).read_text())
 

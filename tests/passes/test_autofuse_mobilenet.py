@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from autofuse_check import assert_same_outputs
 
-from passes.config import PassConfig
-from passes.pipeline import run_pipeline
-from passes.report import build_report, format_report
+from fuselens.passes.config import PassConfig
+from fuselens.passes.pipeline import run_pipeline
+from fuselens.passes.report import build_report, format_report
 
 pytestmark = pytest.mark.slow
 

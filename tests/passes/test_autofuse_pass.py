@@ -7,11 +7,11 @@ import json
 import pytest
 from autofuse_check import assert_same_outputs
 
-from cli import main
-from core.formats.execute import random_feeds
-from core.graph import Graph, proto
-from passes.autofuse.autofuse_pass import AutoFusePass
-from passes.fused import FUSED_OP_TYPE_ATTR, XLA_MUST_COMPILE_ATTR
+from fuselens.cli import main
+from fuselens.core.formats.execute import random_feeds
+from fuselens.core.graph import Graph, proto
+from fuselens.passes.autofuse.autofuse_pass import AutoFusePass
+from fuselens.passes.fused import FUSED_OP_TYPE_ATTR, XLA_MUST_COMPILE_ATTR
 
 REFERENCE_KERNELS = [
     ("abs_relu_exp", None, "autofuse_pointwise_0_Abs_Relu_Exp"),

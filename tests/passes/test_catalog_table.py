@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import FuseLensError
-from passes.pass_table import catalog_markdown, with_pass_table
-from passes.registry import catalog
+from fuselens.core.errors import FuseLensError
+from fuselens.passes.pass_table import catalog_markdown, with_pass_table
+from fuselens.passes.registry import catalog
 
 README = Path(__file__).resolve().parents[2] / "docs" / "reference" / "passes.md"
 

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from core.errors import FuseLensError
-from core.formats.switch_file import parse_switch_file
-from passes.autofuse.flags import parse_autofuse_flags
-from passes.config import PassConfig, read_skip_file
-from passes.registry import catalog, default_pass_ids
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.switch_file import parse_switch_file
+from fuselens.passes.autofuse.flags import parse_autofuse_flags
+from fuselens.passes.config import PassConfig, read_skip_file
+from fuselens.passes.registry import catalog, default_pass_ids
 
 SWITCHABLE = [c.id for c in catalog() if not c.general]
 NON_GENERAL_SCOPE = [c.id for c in catalog() if c.family == "scope" and not c.general]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.graph.nodes import make_const, make_node
-from passes.amct.conv_bn import ConvBatchnormFusionPass
+from fuselens.core.graph.nodes import make_const, make_node
+from fuselens.passes.amct.conv_bn import ConvBatchnormFusionPass
 from tests.passes.amct_check import apply_passes, assert_same_outputs, conv, fused_bn, placeholder, toy_graph
 
 

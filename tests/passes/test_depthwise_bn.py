@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from passes.amct.depthwise_bn import DepthwiseConvBatchnormFusionPass
+from fuselens.passes.amct.depthwise_bn import DepthwiseConvBatchnormFusionPass
 from tests.passes.amct_check import assert_same_outputs
 
 
@@ -29,7 +29,7 @@ def test_plain_conv_bn_is_not_claimed(load_sample):
 
 
 def test_training_mode_is_a_near_miss(load_sample):
-    from core.graph.nodes import make_attr
+    from fuselens.core.graph.nodes import make_attr
 
     graph = load_sample("depthwise_bn")
     editor = graph.editor()

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.graph import Graph, TensorRef, proto
-from core.graph.nodes import make_const, make_node
-from core.graph.provenance import Provenance, Rewrite
-from passes.base import FusionPass, Match, NearMiss
-from passes.pattern import ANY, Const, Op, match
-from passes.report import op_count_diff
+from fuselens.core.graph import Graph, TensorRef, proto
+from fuselens.core.graph.nodes import make_const, make_node
+from fuselens.core.graph.provenance import Provenance, Rewrite
+from fuselens.passes.base import FusionPass, Match, NearMiss
+from fuselens.passes.pattern import ANY, Const, Op, match
+from fuselens.passes.report import op_count_diff
 
 
 def graph(*nodes) -> Graph:

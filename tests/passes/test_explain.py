@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.graph import TensorRef, proto
-from core.graph.nodes import make_const, make_node
-from passes.base import Match
-from passes.explain_render import explanation_html, explanation_markdown
-from passes.pipeline import PipelineResult, run_pipeline
+from fuselens.core.graph import TensorRef, proto
+from fuselens.core.graph.nodes import make_const, make_node
+from fuselens.passes.base import Match
+from fuselens.passes.explain_render import explanation_html, explanation_markdown
+from fuselens.passes.pipeline import PipelineResult, run_pipeline
 from tests.passes.amct_check import FLOAT, conv, placeholder, toy_graph
 
 
@@ -104,7 +104,7 @@ def test_random_weights_and_statistics(depthwise):
     pipeline = run_pipeline(graph, [pass_id])
     (match,) = matches_of(pipeline, pass_id)
     check_bn_fold(graph, pipeline.fused, match)
-    from passes.registry import get_pass
+    from fuselens.passes.registry import get_pass
 
     result = pipeline.result(pass_id)
     for channel in (1, 5):  # a channel past the first: depthwise channel = in * mult + m
@@ -206,7 +206,7 @@ def test_autofuse_bytes_are_the_intermediate_tensors(pipelines):
 
 
 def test_report_carries_explanations(pipelines):
-    from passes.report import build_report
+    from fuselens.passes.report import build_report
 
     report = build_report(pipelines("demo"))
     matches = [m for p in report["passes"] for m in p["matches"]]
@@ -215,7 +215,7 @@ def test_report_carries_explanations(pipelines):
 
 def test_scope_matches_share_one_scope_tree(load_sample, monkeypatch):
     """A pass's scope matches are explained from one tree of the graph it saw, not one tree per match."""
-    import passes.scope.scope_tree as scope_tree
+    import fuselens.passes.scope.scope_tree as scope_tree
 
     built = []
 
@@ -234,12 +234,13 @@ def test_scope_matches_share_one_scope_tree(load_sample, monkeypatch):
 def test_fuse_builds_explanations_only_for_a_json_report(tmp_path, monkeypatch, capsys):
     import json
 
-    import passes.explain
-    from cli import main as cli_main
+    import fuselens.passes.explain
+    from fuselens.cli import main as cli_main
 
     explained = []
-    attach = passes.explain.attach_explanations
-    monkeypatch.setattr(passes.explain, "attach_explanations", lambda *a: explained.append(a[-1].id) or attach(*a))
+    attach = fuselens.passes.explain.attach_explanations
+    monkeypatch.setattr(fuselens.passes.explain, "attach_explanations",
+                        lambda *a: explained.append(a[-1].id) or attach(*a))
     assert cli_main(["fuse", "conv_bn", "-o", str(tmp_path / "fused.pb")]) == 0
     assert explained == []
     report_path = tmp_path / "report.json"
@@ -251,7 +252,7 @@ def test_fuse_builds_explanations_only_for_a_json_report(tmp_path, monkeypatch, 
 
 @pytest.mark.parametrize("sample", ["demo", "keras_bn_small_ops", "conv_bn_training"])
 def test_printed_summary_without_a_report_is_the_reports(pipelines, sample):
-    from passes.report import build_report, format_pipeline, format_report
+    from fuselens.passes.report import build_report, format_pipeline, format_report
 
     pipeline = pipelines(sample)
     assert format_pipeline(pipeline, model=sample) == format_report(build_report(pipeline, model=sample))

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from passes import registry
-from passes.amct.conv_bn import ConvBatchnormFusionPass
-from passes.config import PassConfig
-from passes.pipeline import run_pipeline
+from fuselens.passes import registry
+from fuselens.passes.amct.conv_bn import ConvBatchnormFusionPass
+from fuselens.passes.config import PassConfig
+from fuselens.passes.pipeline import run_pipeline
 from tests.passes.amct_check import assert_same_outputs
 
 SAMPLE = "keras_bn_small_ops"
@@ -91,10 +91,10 @@ def test_a_skipped_match_stays_and_the_others_fuse(load_sample):
 
 def test_cli_reports_the_failure_and_fails_only_with_strict(tmp_path):
     plugin = tmp_path / "broken_plugin.py"
-    plugin.write_text("from passes.registry import register\n"
+    plugin.write_text("from fuselens.passes.registry import register\n"
                       "from tests.passes.test_failing_pass import BrokenEverywhere\n"
                       "register(BrokenEverywhere)\n")
-    script = ("import sys; sys.path.insert(0, sys.argv[1]); import broken_plugin; from cli import main; "
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); import broken_plugin; from fuselens.cli import main; "
               "sys.exit(main(sys.argv[2:]))")
     base = [sys.executable, "-c", script, str(tmp_path), "fuse", "conv_bn", "--enable", "BrokenEverywherePass"]
     lenient = subprocess.run(base, capture_output=True, text=True, timeout=300)

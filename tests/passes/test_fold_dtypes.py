@@ -20,16 +20,16 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from core.formats.execute import run_graph
-from core.graph import Graph
-from core.graph.nodes import make_const
-from passes.amct.conv_bn import ConvBatchnormFusionPass
-from passes.amct.depthwise_bn import DepthwiseConvBatchnormFusionPass
-from passes.amct.folding import dtype_info, short
-from passes.amct.group_conv_bn import GroupConvBatchnormFusionPass
-from passes.amct.op_bias_mul import OpBiasAddMulFusionPass
-from passes.amct.small_op_bn import SmallOpBatchnormFusionPass
-from passes.base import FusionPass, NearMiss
+from fuselens.core.formats.execute import run_graph
+from fuselens.core.graph import Graph
+from fuselens.core.graph.nodes import make_const
+from fuselens.passes.amct.conv_bn import ConvBatchnormFusionPass
+from fuselens.passes.amct.depthwise_bn import DepthwiseConvBatchnormFusionPass
+from fuselens.passes.amct.folding import dtype_info, short
+from fuselens.passes.amct.group_conv_bn import GroupConvBatchnormFusionPass
+from fuselens.passes.amct.op_bias_mul import OpBiasAddMulFusionPass
+from fuselens.passes.amct.small_op_bn import SmallOpBatchnormFusionPass
+from fuselens.passes.base import FusionPass, NearMiss
 from tests.passes.amct_check import (
     Magnitudes,
     apply_passes,

@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 from google.protobuf import text_format
 
-import passes.fused as fused
-from core.errors import FuseLensError
-from core.formats.loaders import load_model
-from core.formats.samples import SAMPLES
-from core.graph import Graph, opdefs, proto
-from core.graph.nodes import make_node
-from passes.config import PassConfig
-from passes.pipeline import run_pipeline
-from passes.registry import catalog
+import fuselens.passes.fused as fused
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.loaders import load_model
+from fuselens.core.formats.samples import SAMPLES
+from fuselens.core.graph import Graph, opdefs, proto
+from fuselens.core.graph.nodes import make_node
+from fuselens.passes.config import PassConfig
+from fuselens.passes.pipeline import run_pipeline
+from fuselens.passes.registry import catalog
 from tests.passes.function_reference import tensorflow_function
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +64,7 @@ def test_functions_equal_tensorflows_on_every_sample(name: str, load_sample, mon
 @pytest.mark.parametrize("name", ["EfficientNetB0", "MobileNetV3Small", "InceptionV3", "Xception", "NASNetMobile",
                                   "ConvNeXtTiny", "ResNet50", "DenseNet121"])
 def test_functions_and_dtypes_equal_tensorflows_on_the_keras_zoo(name: str, monkeypatch) -> None:
-    from core.formats.tfshapes import infer_tensors
+    from fuselens.core.formats.tfshapes import infer_tensors
     from tests.zoo.models import zoo_model
 
     graph = load_model(str(zoo_model(name))).graph
@@ -75,7 +75,7 @@ def test_functions_and_dtypes_equal_tensorflows_on_the_keras_zoo(name: str, monk
 
 NO_TENSORFLOW = r"""
 import json, sys
-from cli import main
+from fuselens.cli import main
 codes = {name: main(["fuse", name, "-o", f"{sys.argv[1]}/{name}.pb"]) for name in sys.argv[2:]}
 print(json.dumps({"codes": codes, "tensorflow": "tensorflow" in sys.modules}))
 """
@@ -95,7 +95,7 @@ def test_fuse_of_every_sample_never_imports_tensorflow(tmp_path, load_sample) ->
 @pytest.mark.parametrize("name", [*COMMITTED, "mobilenet_v2"])
 def test_every_output_dtype_equals_tensorflows_inference(name: str, load_sample) -> None:
     """The op table gives every node of every sample the outputs and dtypes TensorFlow infers."""
-    from core.formats.tfshapes import infer_tensors
+    from fuselens.core.formats.tfshapes import infer_tensors
 
     graph = load_sample(name)
     inferred = infer_tensors(graph)

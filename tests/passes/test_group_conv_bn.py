@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.graph.nodes import make_const
-from passes.amct.conv_bn import ConvBatchnormFusionPass
-from passes.amct.group_conv_bn import GroupConvBatchnormFusionPass
+from fuselens.core.graph.nodes import make_const
+from fuselens.passes.amct.conv_bn import ConvBatchnormFusionPass
+from fuselens.passes.amct.group_conv_bn import GroupConvBatchnormFusionPass
 from tests.passes.amct_check import assert_same_outputs
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.formats.loaders import load_model
-from core.graph import Graph, proto
-from passes.amct.small_op_bn import SmallOpBatchnormFusionPass
-from passes.config import PassConfig
-from passes.pipeline import run_pipeline
-from passes.scope.layer_norm import KERAS3_RULE_FILE, ScopeLayerNormPass
+from fuselens.core.formats.loaders import load_model
+from fuselens.core.graph import Graph, proto
+from fuselens.passes.amct.small_op_bn import SmallOpBatchnormFusionPass
+from fuselens.passes.config import PassConfig
+from fuselens.passes.pipeline import run_pipeline
+from fuselens.passes.scope.layer_norm import KERAS3_RULE_FILE, ScopeLayerNormPass
 from tests.passes.scope_check import assert_same_outputs, fused_calls
 from tests.zoo.models import ROOT, zoo_model
 from tests.zoo.zoo_check import assert_agrees

@@ -9,14 +9,14 @@ import pickle
 
 import pytest
 
-from core.formats.loaders import load_model
-from core.formats.samples import SAMPLES
-from core.graph import Graph, proto
-from core.graph.nodes import make_node
-from passes.base import Culprit, FusionPass, Match, NearMiss, Reason
-from passes.config import PassConfig
-from passes.pattern import ANY, Op, match
-from passes.pipeline import run_pipeline
+from fuselens.core.formats.loaders import load_model
+from fuselens.core.formats.samples import SAMPLES
+from fuselens.core.graph import Graph, proto
+from fuselens.core.graph.nodes import make_node
+from fuselens.passes.base import Culprit, FusionPass, Match, NearMiss, Reason
+from fuselens.passes.config import PassConfig
+from fuselens.passes.pattern import ANY, Op, match
+from fuselens.passes.pipeline import run_pipeline
 
 
 def near_misses(sample: str, pass_id: str) -> dict[str, NearMiss]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.graph.nodes import make_const, make_node
-from passes.amct.op_bias_mul import OpBiasAddMulFusionPass
+from fuselens.core.graph.nodes import make_const, make_node
+from fuselens.passes.amct.op_bias_mul import OpBiasAddMulFusionPass
 from tests.passes.amct_check import FLOAT, assert_same_outputs, conv, placeholder, toy_graph
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from passes.base import SHOWN_NEAR_MISSES, NearMiss, PassResult
-from passes.config import PassConfig
-from passes.ledger import pipeline_ledger
-from passes.pipeline import PipelineResult, run_pipeline
-from passes.report import format_pipeline
+from fuselens.passes.base import SHOWN_NEAR_MISSES, NearMiss, PassResult
+from fuselens.passes.config import PassConfig
+from fuselens.passes.ledger import pipeline_ledger
+from fuselens.passes.pipeline import PipelineResult, run_pipeline
+from fuselens.passes.report import format_pipeline
 
 
 @pytest.mark.parametrize("sample", ["demo", "keras_bn_small_ops", "conv_shared"])

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pickle
 
-import passes.pipeline
-from cli import main as cli_main
-from passes.pipeline import run_pipeline
+import fuselens.passes.pipeline
+from fuselens.cli import main as cli_main
+from fuselens.passes.pipeline import run_pipeline
 
 
 def test_provenance_follows_every_rewrite_and_survives_pickling(load_sample):
@@ -29,8 +29,9 @@ def test_provenance_follows_every_rewrite_and_survives_pickling(load_sample):
 
 def test_provenance_is_composed_once_and_never_by_fuse(tmp_path, monkeypatch, capsys, load_sample):
     composed = []
-    provenance = passes.pipeline.Provenance
-    monkeypatch.setattr(passes.pipeline, "Provenance", lambda nodes: composed.append(nodes) or provenance(nodes))
+    provenance = fuselens.passes.pipeline.Provenance
+    monkeypatch.setattr(fuselens.passes.pipeline, "Provenance",
+                        lambda nodes: composed.append(nodes) or provenance(nodes))
     out = [str(tmp_path / name) for name in ("fused.pb", "report.json", "ledger.json")]
     assert cli_main(["fuse", "conv_bn", "-o", out[0], "--report", out[1], "--ledger", out[2]]) == 0
     assert composed == []

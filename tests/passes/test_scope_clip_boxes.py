@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from passes.registry import default_pass_ids
-from passes.scope.clip_boxes import ScopeClipBoxesPass
+from fuselens.passes.registry import default_pass_ids
+from fuselens.passes.scope.clip_boxes import ScopeClipBoxesPass
 from tests.passes.scope_check import assert_same_outputs, fused_calls
 
 CLIP = "fastrcnn/clip_boxes"

@@ -3,10 +3,10 @@ id ScopeDecodeBboxV2Pass (the built-in ops package's name) still switches it, wi
 
 from __future__ import annotations
 
-from passes.config import PassConfig
-from passes.pipeline import run_pipeline
-from passes.scope.decode_bbox_v2 import DecodeBboxV2ScopeFusionPass
-from passes.scope.scope_tree import ScopeTree
+from fuselens.passes.config import PassConfig
+from fuselens.passes.pipeline import run_pipeline
+from fuselens.passes.scope.decode_bbox_v2 import DecodeBboxV2ScopeFusionPass
+from fuselens.passes.scope.scope_tree import ScopeTree
 from tests.passes.scope_check import assert_same_outputs, fused_calls
 
 DECODE = "Postprocessor/Decode"
@@ -30,7 +30,7 @@ def test_fuses_only_when_enabled(load_sample):
 
 
 def test_the_earlier_id_still_switches_it_with_one_notice(load_sample, capsys, monkeypatch):
-    from passes import registry
+    from fuselens.passes import registry
 
     monkeypatch.setattr(registry, "_noticed", set())  # once per process: let it come here
     by_old = PassConfig.default().with_scope_list("ScopeDecodeBboxV2Pass").with_pass("ScopeDecodeBboxV2Pass", True)

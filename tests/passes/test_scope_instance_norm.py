@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from passes.config import PassConfig
-from passes.pipeline import run_pipeline
-from passes.registry import default_pass_ids
-from passes.scope.instance_norm import ScopeInstanceNormPass
+from fuselens.passes.config import PassConfig
+from fuselens.passes.pipeline import run_pipeline
+from fuselens.passes.registry import default_pass_ids
+from fuselens.passes.scope.instance_norm import ScopeInstanceNormPass
 from tests.passes.scope_check import assert_same_outputs, fused_calls
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import FuseLensError
-from core.graph import proto
-from core.graph.nodes import make_node
-from passes.config import PassConfig
-from passes.fused import FUSED_NODES_ATTR, FUSION_PASS_ATTR
-from passes.registry import default_pass_ids
-from passes.scope.layer_norm import ScopeLayerNormPass
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import proto
+from fuselens.core.graph.nodes import make_node
+from fuselens.passes.config import PassConfig
+from fuselens.passes.fused import FUSED_NODES_ATTR, FUSION_PASS_ATTR
+from fuselens.passes.registry import default_pass_ids
+from fuselens.passes.scope.layer_norm import ScopeLayerNormPass
 from tests.passes.scope_check import assert_same_outputs, fused_calls, renamed
 
 LN = "bert/encoder/layer_0/attention/output/LayerNorm"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.graph import Graph, proto
-from core.graph.nodes import make_const, make_node
-from passes.scope.features import NodeAttrFeature, NodeOpTypeFeature, ScopeContext, ScopeFeature, ScopePattern
-from passes.scope.scope_tree import ScopeTree, trim_scope_index
+from fuselens.core.graph import Graph, proto
+from fuselens.core.graph.nodes import make_const, make_node
+from fuselens.passes.scope.features import NodeAttrFeature, NodeOpTypeFeature, ScopeContext, ScopeFeature, ScopePattern
+from fuselens.passes.scope.scope_tree import ScopeTree, trim_scope_index
 
 
 def graph(*nodes) -> Graph:

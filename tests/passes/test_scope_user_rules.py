@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from core.errors import FuseLensError
-from passes.config import PassConfig
-from passes.pipeline import run_pipeline
-from passes.registry import get_pass
-from passes.scope.layer_norm import ScopeLayerNormPass
-from passes.scope.user_rules import catalog_with_rules, load_rule_file, parse_rules
+from fuselens.core.errors import FuseLensError
+from fuselens.passes.config import PassConfig
+from fuselens.passes.pipeline import run_pipeline
+from fuselens.passes.registry import get_pass
+from fuselens.passes.scope.layer_norm import ScopeLayerNormPass
+from fuselens.passes.scope.user_rules import catalog_with_rules, load_rule_file, parse_rules
 from tests.passes.scope_check import assert_same_outputs, fused_calls
 
 CENTER = "Postprocessor/Decode/get_center_coordinates_and_sizes"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.graph import Graph, proto
-from passes.amct.conv_bn import ConvBatchnormFusionPass
-from passes.amct.small_op_bn import SmallOpBatchnormFusionPass
+from fuselens.core.graph import Graph, proto
+from fuselens.passes.amct.conv_bn import ConvBatchnormFusionPass
+from fuselens.passes.amct.small_op_bn import SmallOpBatchnormFusionPass
 from tests.passes.amct_check import apply_passes, assert_same_outputs
 
 VARIANTS = {"bn_default": "default", "bn_no_center": "center=False", "bn_no_scale": "scale=False",

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from core.formats.switch_file import skip_node_names_cfg
-from passes.config import PassConfig
-from passes.pipeline import run_pipeline
-from passes.registry import catalog
-from passes.switch import AMCT, NO_SWITCH, NONE, SCOPE
-from passes.toolchain import baseline_forms, fused_forms, limits, modelled_ge_passes, switch_of
+from fuselens.core.formats.switch_file import skip_node_names_cfg
+from fuselens.passes.config import PassConfig
+from fuselens.passes.pipeline import run_pipeline
+from fuselens.passes.registry import catalog
+from fuselens.passes.switch import AMCT, NO_SWITCH, NONE, SCOPE
+from fuselens.passes.toolchain import baseline_forms, fused_forms, limits, modelled_ge_passes, switch_of
 
 
 def test_every_builtin_pass_has_a_cited_switch_and_scope_ids_are_registered_names():
@@ -99,7 +99,7 @@ def test_a_user_rule_with_a_builtin_name_is_switched_by_that_name(tmp_path):
 def test_a_subclass_with_an_id_of_its_own_is_a_pass_the_toolchain_does_not_know():
     """A switch belongs to the class that declares it: a variant of a built-in (a test's, a plugin's) is not
     switched by the built-in's names, and does not close the built-in's device pass."""
-    from passes.amct.conv_bn import ConvBatchnormFusionPass
+    from fuselens.passes.amct.conv_bn import ConvBatchnormFusionPass
 
     class VariantConvBn(ConvBatchnormFusionPass):
         id = "VariantConvBnPass"

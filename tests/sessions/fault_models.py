@@ -11,13 +11,13 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.graph import Graph, GraphEditor, TensorRef, proto
-from core.graph.nodes import make_const, make_node
-from core.graph.provenance import Rewrite
-from passes.amct.conv_bn import ConvBatchnormFusionPass
-from passes.amct.depthwise_bn import DepthwiseConvBatchnormFusionPass
-from passes.amct.op_bias_mul import OpBiasAddMulFusionPass
-from passes.base import Match, PassResult
+from fuselens.core.graph import Graph, GraphEditor, TensorRef, proto
+from fuselens.core.graph.nodes import make_const, make_node
+from fuselens.core.graph.provenance import Rewrite
+from fuselens.passes.amct.conv_bn import ConvBatchnormFusionPass
+from fuselens.passes.amct.depthwise_bn import DepthwiseConvBatchnormFusionPass
+from fuselens.passes.amct.op_bias_mul import OpBiasAddMulFusionPass
+from fuselens.passes.base import Match, PassResult
 from tests.passes.amct_check import FLOAT, conv, fused_bn, placeholder
 
 BLOCKS = 40

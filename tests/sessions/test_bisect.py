@@ -7,16 +7,16 @@ import json
 
 import pytest
 
-from cli import main as cli_main
-from core.formats.loaders import load_model
-from core.graph import Graph
-from core.runtime.runner import RunnerProcess
-from passes import registry
-from passes.amct.conv_bn import ConvBatchnormFusionPass
-from passes.autofuse.autofuse_pass import AutoFusePass
-from passes.config import PassConfig
-from passes.pipeline import run_pipeline
-from session.bisect import BisectOptions, Bisector, minimal_failing
+from fuselens.cli import main as cli_main
+from fuselens.core.formats.loaders import load_model
+from fuselens.core.graph import Graph
+from fuselens.core.runtime.runner import RunnerProcess
+from fuselens.passes import registry
+from fuselens.passes.amct.conv_bn import ConvBatchnormFusionPass
+from fuselens.passes.autofuse.autofuse_pass import AutoFusePass
+from fuselens.passes.config import PassConfig
+from fuselens.passes.pipeline import run_pipeline
+from fuselens.session.bisect import BisectOptions, Bisector, minimal_failing
 from tests.passes.amct_check import assert_same_outputs
 from tests.sessions.fault_models import (
     BLOCKS,

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from core.runtime.runner import RunRequest, start_run, wait
-from passes import registry
-from passes.amct.depthwise_bn import DepthwiseConvBatchnormFusionPass
-from passes.config import PassConfig
-from passes.pipeline import run_pipeline
-from session.layerwise import build_report, format_report, fused_nodes, plan_layers
+from fuselens.core.runtime.runner import RunRequest, start_run, wait
+from fuselens.passes import registry
+from fuselens.passes.amct.depthwise_bn import DepthwiseConvBatchnormFusionPass
+from fuselens.passes.config import PassConfig
+from fuselens.passes.pipeline import run_pipeline
+from fuselens.session.layerwise import build_report, format_report, fused_nodes, plan_layers
 from tests.sessions.fault_models import MOBILENET_VICTIM, MisfoldingDepthwiseBn
 
 

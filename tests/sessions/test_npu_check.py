@@ -9,11 +9,11 @@ import json
 import numpy as np
 import pytest
 
-from core.ascend.profile_import import import_run_file
-from core.ascend.remote import missing_results
-from gui.predicted_rows import AGREED, DIFFERENT, EXTRA, MISSING, check_rows
-from passes.pipeline import run_pipeline
-from session.npu_check import check_imported
+from fuselens.core.ascend.profile_import import import_run_file
+from fuselens.core.ascend.remote import missing_results
+from fuselens.gui.predicted_rows import AGREED, DIFFERENT, EXTRA, MISSING, check_rows
+from fuselens.passes.pipeline import run_pipeline
+from fuselens.session.npu_check import check_imported
 from tests.npu_artifacts import GE_ONLY_PASS, write_npu_run
 
 

@@ -7,11 +7,11 @@ import shlex
 
 import pytest
 
-from cli import parse_args
-from core.formats.loaders import load_model
-from passes.config import PassConfig
-from passes.pipeline import run_pipeline
-from session.npu_export import export_npu_bundle, import_command
+from fuselens.cli import parse_args
+from fuselens.core.formats.loaders import load_model
+from fuselens.passes.config import PassConfig
+from fuselens.passes.pipeline import run_pipeline
+from fuselens.session.npu_export import export_npu_bundle, import_command
 
 
 def _rules(tmp_path):

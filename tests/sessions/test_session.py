@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.formats.loaders import load_model
-from passes.config import PassConfig
-from passes.pipeline import run_pipeline
-from session import Session, Stage
+from fuselens.core.formats.loaders import load_model
+from fuselens.passes.config import PassConfig
+from fuselens.passes.pipeline import run_pipeline
+from fuselens.session import Session, Stage
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,10 @@ import threading
 import time
 from multiprocessing import Pipe
 
-from passes.config import PassConfig
-from passes.registry import catalog
-from session import tensorflow_helper
-from session.session import FusionJob
+from fuselens.passes.config import PassConfig
+from fuselens.passes.registry import catalog
+from fuselens.session import tensorflow_helper
+from fuselens.session.session import FusionJob
 
 
 def test_a_fusion_is_answered_before_tensorflow_is_imported_and_the_import_waits_for_idle(load_sample,

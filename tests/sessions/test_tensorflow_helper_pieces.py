@@ -4,9 +4,9 @@ the window's own object."""
 
 from __future__ import annotations
 
-from passes.config import PassConfig
-from session import tensorflow_helper
-from session.session import FusionJob
+from fuselens.passes.config import PassConfig
+from fuselens.session import tensorflow_helper
+from fuselens.session.session import FusionJob
 
 
 def test_a_pipeline_arrives_in_pieces_equal_to_the_one_the_helper_built(load_sample, monkeypatch):

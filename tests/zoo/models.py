@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.formats.samples import cache_dir, load_build_script
+from fuselens.core.formats.samples import cache_dir, load_build_script
 
 ROOT = Path(__file__).resolve().parents[2]
 # Bump when the builder changes, so stale cache files are not reused.

@@ -15,16 +15,16 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from cli import main as cli_main
-from core.formats.execute import random_feeds, run_graph
-from core.formats.loaders import load_model
-from core.graph import Graph, proto
-from core.graph.nodes import make_const, make_node
-from core.measure.compare import pair_outputs
-from core.runtime.lowering import LAYER_NORM
-from passes.config import PassConfig
-from passes.pipeline import run_pipeline
-from passes.registry import catalog
+from fuselens.cli import main as cli_main
+from fuselens.core.formats.execute import random_feeds, run_graph
+from fuselens.core.formats.loaders import load_model
+from fuselens.core.graph import Graph, proto
+from fuselens.core.graph.nodes import make_const, make_node
+from fuselens.core.measure.compare import pair_outputs
+from fuselens.core.runtime.lowering import LAYER_NORM
+from fuselens.passes.config import PassConfig
+from fuselens.passes.pipeline import run_pipeline
+from fuselens.passes.registry import catalog
 from tests.zoo.models import BERT_NAME, ZOO, zoo_model
 from tests.zoo.zoo_check import SCALE_TOLERANCE, assert_agrees, relative_error
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.formats.execute import random_feeds, run_graph
-from core.graph import Graph
-from core.measure.compare import pair_outputs
-from passes.pipeline import PipelineResult
+from fuselens.core.formats.execute import random_feeds, run_graph
+from fuselens.core.graph import Graph
+from fuselens.core.measure.compare import pair_outputs
+from fuselens.passes.pipeline import PipelineResult
 
 # max |fused - original| / max |original| for float32 (measured: at most ~1e-6 on every zoo model)
 SCALE_TOLERANCE = 1e-4

@@ -19,7 +19,7 @@ from typing import Any
 
 from tensorboard.compat.proto import types_pb2
 
-from core.graph import TensorRef, proto
+from fuselens.core.graph import TensorRef, proto
 
 GE_TYPE_PREFIX = "ge:"  # ge_onnx writes every op type as "ge:" + type (so Netron shows control inputs)
 OUTPUT_SHAPES_ATTR = "_output_shapes"

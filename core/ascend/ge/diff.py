@@ -14,10 +14,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.ascend.ge.convert import DESC_ATTRS
-from core.ascend.ge.provenance import PROVENANCE_ATTRS, ToolchainProvenance, provenance_table
-from core.graph import Graph
-from core.graph.provenance import Provenance, Rewrite
+from fuselens.core.ascend.ge.convert import DESC_ATTRS
+from fuselens.core.ascend.ge.provenance import PROVENANCE_ATTRS, ToolchainProvenance, provenance_table
+from fuselens.core.graph import Graph
+from fuselens.core.graph.provenance import Provenance, Rewrite
 
 NO_PASS = "(no pass named)"
 # Attributes that change at every stage without meaning anything to a fusion (ids, memory offsets).

@@ -23,7 +23,7 @@ from typing import Any
 
 from google.protobuf import text_format
 
-from core.ascend.ge.convert import (
+from fuselens.core.ascend.ge.convert import (
     CONST_TYPES,
     ConvertError,
     NodeParts,
@@ -33,10 +33,10 @@ from core.ascend.ge.convert import (
     onnx_node_parts,
     parse_input,
 )
-from core.ascend.ge.protoparse import message_classes
-from core.ascend.ge.provenance import ToolchainProvenance, provenance_table
-from core.errors import FuseLensError
-from core.graph import Graph, proto
+from fuselens.core.ascend.ge.protoparse import message_classes
+from fuselens.core.ascend.ge.provenance import ToolchainProvenance, provenance_table
+from fuselens.core.errors import FuseLensError
+from fuselens.core.graph import Graph, proto
 
 GE_PROTO = "ge_proto"
 GE_ONNX = "ge_onnx"
@@ -251,7 +251,7 @@ def is_dump(path: str | os.PathLike[str]) -> bool:
 def dump_summary(dump: GeDump) -> dict[str, Any]:
     """`fuselens inspect` of a dump: the model summary, GE's Data nodes as inputs, the dump's own facts and
     the nodes the toolchain fused."""
-    from core.graph.inspect import summarize
+    from fuselens.core.graph.inspect import summarize
 
     summary = summarize(dump.graph)
     graph = dump.graph
@@ -267,7 +267,7 @@ def _listed(shape: tuple[int | None, ...] | None) -> list[int | None] | None:
 
 
 def format_dump_summary(summary: dict[str, Any]) -> str:
-    from core.graph.inspect import format_summary
+    from fuselens.core.graph.inspect import format_summary
 
     facts = summary["dump"]
     lines = [format_summary(summary),

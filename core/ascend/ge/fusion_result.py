@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.errors import FuseLensError
-from core.formats.io import write_bytes_atomic
-from core.wording import shown
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.io import write_bytes_atomic
+from fuselens.core.wording import shown
 
 GRAPH_FUSION = "graph_fusion"
 UB_FUSION = "ub_fusion"

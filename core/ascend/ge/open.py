@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.ascend.ge.dump import is_dump, load_dump
-from core.ascend.ge.stages import scan_dump_folder
-from core.errors import FuseLensError
-from core.formats.loaders import load_model
-from core.graph import Graph
+from fuselens.core.ascend.ge.dump import is_dump, load_dump
+from fuselens.core.ascend.ge.stages import scan_dump_folder
+from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.loaders import load_model
+from fuselens.core.graph import Graph
 
 
 def open_graph(spec: str) -> tuple[Graph, str]:

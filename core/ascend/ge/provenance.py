@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from core.graph import Graph
-from core.graph.fused import FUSED_NODES_ATTR, FUSION_PASS_ATTR
+from fuselens.core.graph import Graph
+from fuselens.core.graph.fused import FUSED_NODES_ATTR, FUSION_PASS_ATTR
 
 PASS_NAME_ATTR = "pass_name"
 PASS_NAME_UB_ATTR = "pass_name_ub"

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.ascend.ge.dump import GE_ONNX, GE_PROTO, GeDump, load_dump
-from core.errors import FuseLensError
+from fuselens.core.ascend.ge.dump import GE_ONNX, GE_PROTO, GeDump, load_dump
+from fuselens.core.errors import FuseLensError
 
 DUMP_NAME = re.compile(r"^ge_(proto|onnx|readable)_(\d+)_(aclop_)?graph_(\d+)_(.+)\.(txt|pbtxt)$")
 OLD_ONNX_NAME = re.compile(r"^ge_onnx_(\d{5})_(.+)\.pbtxt$")
