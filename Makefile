@@ -5,8 +5,9 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 SYSDEPS := $(VENV)/.sysdeps
 SAMPLE  ?= demo
+XDG_DATA_HOME ?= $(HOME)/.local/share
 
-.PHONY: run test lint setup sysdeps bench clean samples readme
+.PHONY: run test lint setup sysdeps bench clean samples readme install-desktop
 
 run: setup
 	$(BIN)/python main.py $(SAMPLE)
@@ -36,6 +37,14 @@ samples: setup
 
 bench: setup
 	for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+# The desktop menu entry and its icon, starting this checkout's `fuselens`.
+install-desktop: setup
+	mkdir -p $(XDG_DATA_HOME)/applications $(XDG_DATA_HOME)/icons/hicolor/scalable/apps
+	sed 's|^Exec=fuselens |Exec=$(abspath $(BIN))/fuselens |' resources/desktop/fuselens.desktop \
+		> $(XDG_DATA_HOME)/applications/fuselens.desktop
+	cp resources/desktop/fuselens.svg $(XDG_DATA_HOME)/icons/hicolor/scalable/apps/fuselens.svg
+	if command -v update-desktop-database >/dev/null; then update-desktop-database -q $(XDG_DATA_HOME)/applications; fi
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

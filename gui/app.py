@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import sys
 
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
+from fuselens.core.package_data import resource
 from fuselens.gui.main_window import MainWindow
 
 NO_DISPLAY = ("fuselens: error: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); "
@@ -29,6 +31,8 @@ def run_gui(model: str | None = None) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("FuseLens")
     app.setOrganizationName("FuseLens")
+    app.setDesktopFileName("fuselens")  # the menu entry `make install-desktop` writes, and its icon
+    app.setWindowIcon(QIcon(str(resource("desktop", "fuselens.svg"))))
     window = MainWindow()
     if model:
         window.open_when_painted(model)

@@ -12,7 +12,6 @@ TensorFlow needed). Hosts are edited in a dialog with "Test connection" (session
 from __future__ import annotations
 
 import contextlib
-import os
 import shlex
 import signal
 import subprocess
@@ -39,6 +38,7 @@ from PySide6.QtWidgets import (
 
 from fuselens.core.ascend.remote import ADAPTERS, Check, Host, progress_of, transport_for
 from fuselens.core.errors import Cancelled, FuseLensError
+from fuselens.core.package_data import child_environ
 from fuselens.core.runtime import RunResult
 from fuselens.gui.dialogs import show_error
 from fuselens.gui.run_history import RunHistoryDialog
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 
 REMOTE = "npu-host"
 TITLE = "Ascend NPU (host)"
-MAIN = Path(__file__).resolve().parents[1] / "main.py"
+CLI = (sys.executable, "-m", "fuselens")  # the CLI of this same install, in a child
 FIELDS = (("name", "Name"), ("address", "user@host[:port]"), ("identity_file", "Identity file"),
           ("work_dir", "Remote work dir"), ("setup", "Set-up line"), ("python", "Remote Python"))
 
@@ -324,7 +324,7 @@ class RemoteRuns:
         if not name:
             raise FuseLensError("no Ascend host yet: Hosts… adds one (and tests it)")
         shapes = self.panel.shapes.text().strip()
-        words = [sys.executable, str(MAIN), "run", self._spec(), *self._selection(), "--backend", "npu", "--host", name,
+        words = [*CLI, "run", self._spec(), *self._selection(), "--backend", "npu", "--host", name,
                  "--steps", str(self.panel.steps.value()), "--warmup", str(self.panel.warmup.value())]
         for shape in filter(None, (s.strip() for s in shapes.split(";"))) if self.panel.shapes.isEnabled() else ():
             words += ["--input-shape", shape]
@@ -341,7 +341,7 @@ class RemoteRuns:
         pipeline, model = panel.session.pipeline, panel.session.model
         original, fused = panel.session.graph("before"), panel.session.graph("after")
         self.log.clear()
-        self.log.appendPlainText(f"$ fuselens {' '.join(shlex.quote(w) for w in words[2:])}")
+        self.log.appendPlainText(f"$ fuselens {' '.join(shlex.quote(w) for w in words[len(CLI):])}")
 
         def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> tuple[RunResult, Any, RunRecord]:
             record, code, errors = self._run_child(words, progress, cancelled)
@@ -361,7 +361,7 @@ class RemoteRuns:
         child announced), exit code and error lines."""
         with tempfile.TemporaryFile("w+") as report:
             process = subprocess.Popen(words, stdout=report, stderr=subprocess.PIPE, text=True,
-                                       stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                       stdin=subprocess.DEVNULL, env=child_environ(PYTHONUNBUFFERED="1"))
             assert process.stderr is not None
 
             def watch() -> None:

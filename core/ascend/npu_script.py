@@ -14,10 +14,11 @@ from typing import Any
 
 from fuselens.core.ascend.npu_target import TARGETS, target_of
 from fuselens.core.devices import npu_session
+from fuselens.core.package_data import package_file
 
 MODES = {mode: target.title for mode, target in TARGETS.items()}
 # The driver runs on the Ascend host, not in FuseLens: it is kept as data (host/, no package) and copied.
-DRIVER_SOURCE = Path(__file__).with_name("host") / "npu_driver.py"
+DRIVER_SOURCE = package_file(__package__, "host", "npu_driver.py")
 # The session set-up is both: the local npu backend imports it, and a bundle carries a copy of its file.
 SESSION_SOURCE = Path(npu_session.__file__)
 DRIVER_NAME = "run_on_npu.py"

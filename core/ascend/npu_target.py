@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from fuselens.core.errors import FuseLensError
+from fuselens.core.package_data import package_file
 from fuselens.core.tfimport import import_tensorflow
 
-TABLES = Path(__file__).with_name("tf_targets")
+TABLES = package_file(__package__, "tf_targets")
 _DOCS = "https://www.tensorflow.org/versions/{}/api_docs/{}"
 
 

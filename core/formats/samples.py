@@ -14,9 +14,9 @@ from pathlib import Path
 from types import ModuleType
 
 from fuselens.core.errors import FuseLensError
+from fuselens.core.package_data import resource
 
-RESOURCES = Path(__file__).resolve().parents[2] / "resources"
-SAMPLE_DIR = RESOURCES / "samples"
+SAMPLE_DIR = resource("samples")
 # Bump when a cached builder changes, so stale cache files are not reused.
 CACHE_VERSION = 1
 
@@ -101,7 +101,7 @@ def is_built(name: str) -> bool:
 
 def load_build_script() -> ModuleType:
     """`resources/build_samples.py` as a module (it imports TensorFlow, so only on demand)."""
-    spec = importlib.util.spec_from_file_location("fuselens_build_samples", RESOURCES / "build_samples.py")
+    spec = importlib.util.spec_from_file_location("fuselens_build_samples", resource("build_samples.py"))
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -15,16 +15,16 @@ import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format
 
 from fuselens.core.errors import FuseLensError
 from fuselens.core.graph import proto
+from fuselens.core.package_data import resource
 from fuselens.core.tfimport import import_tensorflow
 
-TABLE_PATH = Path(__file__).resolve().parents[2] / "resources" / "op_outputs.json"
+TABLE_PATH = resource("op_outputs.json")
 _ARG_FIELDS = ("type", "type_attr", "number_attr", "type_list_attr")
 
 

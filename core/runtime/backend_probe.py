@@ -7,11 +7,11 @@ window's process, as a run does. A probe that fails leaves CPU on and says why t
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 from fuselens.core.devices.backends import BACKENDS, BackendStatus
+from fuselens.core.package_data import child_environ
 from fuselens.core.runtime.childproc import ROOT
 
 _PROBE = ("import json; from fuselens.core.devices.backends import detect_backends; "
@@ -20,8 +20,7 @@ _PROBE = ("import json; from fuselens.core.devices.backends import detect_backen
 
 def probe_backends(timeout: float = 120.0) -> list[BackendStatus]:
     """One status per backend, CPU always available."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    env = child_environ(TF_CPP_MIN_LOG_LEVEL="3")
     try:
         done = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=timeout,
                               env=env, cwd=str(ROOT), stdin=subprocess.DEVNULL)

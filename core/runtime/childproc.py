@@ -16,9 +16,10 @@ import subprocess
 import sys
 import tempfile
 from multiprocessing.connection import Connection
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+from fuselens.core.package_data import child_environ, import_root
+
+ROOT = import_root()
 STDERR_TAIL_LINES = 3
 KILL_WAIT_S = 5.0
 _TF_CHATTER = re.compile(r"^(?:[IW]\d{4} |WARNING: All log messages|To enable the following instructions)")
@@ -29,8 +30,7 @@ class ChildProcess:
 
     def __init__(self, module: str):
         ours, theirs = socket.socketpair()
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
-                   PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        env = child_environ(TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the child; stop() closes it)
         try:
             self.process = subprocess.Popen(

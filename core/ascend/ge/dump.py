@@ -37,11 +37,12 @@ from fuselens.core.ascend.ge.protoparse import message_classes
 from fuselens.core.ascend.ge.provenance import ToolchainProvenance, provenance_table
 from fuselens.core.errors import FuseLensError
 from fuselens.core.graph import Graph, proto
+from fuselens.core.package_data import package_file
 
 GE_PROTO = "ge_proto"
 GE_ONNX = "ge_onnx"
 FORMATS = (GE_PROTO, GE_ONNX)
-SCHEMA = Path(__file__).with_name("ge_ir.proto")
+SCHEMA = package_file(__package__, "ge_ir.proto")
 _ATTR_MESSAGES = ("ge.proto.AttrDef", "onnx.AttributeProto")  # an unknown field here = an unknown attribute kind
 _UNKNOWN_FIELD = re.compile(r'Message type "([\w.]+)" has no field named "(\w+)"')
 _UNKNOWN_ATTR_TYPE = re.compile(r'Enum type "(onnx\.AttributeProto)\.AttributeType" has no value named (\w+)')
