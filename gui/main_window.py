@@ -391,6 +391,7 @@ class MainWindow(QMainWindow):
 
     @safe_override()
     def closeEvent(self, event) -> None:
+        self.presentation.leave()  # the look is every view's (NodeItem.look): a closed window must not keep it
         self._stop_reporting()
         self.workers.shutdown()
         super().closeEvent(event)

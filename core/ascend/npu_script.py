@@ -9,7 +9,6 @@ plus the dump variables both sides share and the command that imports the result
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from fuselens.core.ascend.npu_target import TARGETS, target_of
@@ -20,7 +19,7 @@ MODES = {mode: target.title for mode, target in TARGETS.items()}
 # The driver runs on the Ascend host, not in FuseLens: it is kept as data (host/, no package) and copied.
 DRIVER_SOURCE = package_file(__package__, "host", "npu_driver.py")
 # The session set-up is both: the local npu backend imports it, and a bundle carries a copy of its file.
-SESSION_SOURCE = Path(npu_session.__file__)
+SESSION_SOURCE = package_file(npu_session.__package__, "npu_session.py")
 DRIVER_NAME = "run_on_npu.py"
 BUNDLE_FORMAT, BUNDLE_VERSION = "fuselens-npu-bundle", 1
 SIDES = ("original", "fused")

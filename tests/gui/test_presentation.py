@@ -102,3 +102,16 @@ def test_presenting_an_empty_window_says_what_the_keys_do_and_steps_to_nothing(q
     assert "No matches to step through" in window.presentation.panel.toPlainText()
     press(qtbot, window, Qt.Key.Key_Escape)
     assert not window.presentation.active and NodeItem.look is NORMAL_LOOK
+
+
+def test_a_window_closed_while_presenting_leaves_the_normal_look(qtbot, tmp_path, layout_cache):
+    """Found by the chaos test: the boxes' look is shared by every view, so a window closed in presentation
+    mode left the next window painting with the presentation look."""
+    from fuselens.gui.graph_view import NORMAL_LOOK, NodeItem
+    from tests.gui.helpers import close_window, make_window
+
+    window = make_window(qtbot, tmp_path, layout_cache)
+    window.presentation.enter()
+    assert NodeItem.look is not NORMAL_LOOK
+    close_window(window)
+    assert NodeItem.look is NORMAL_LOOK
