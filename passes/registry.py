@@ -51,7 +51,7 @@ def pass_order(cls: type[FusionPass]) -> tuple[int, int, str]:
 def _import_builtin_passes() -> None:
     """Import every module of the family packages (passes/<family>/), once: each pass module registers its pass."""
     for family in FAMILIES:
-        package = importlib.import_module(f"passes.{family}")
+        package = importlib.import_module(f"{__package__}.{family}")
         for module in pkgutil.iter_modules(package.__path__, f"{package.__name__}."):
             importlib.import_module(module.name)
 

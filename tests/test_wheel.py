@@ -83,7 +83,7 @@ def installed(tmp_path_factory) -> Path:
 
 
 def test_the_installed_package_comes_from_the_wheel_alone(installed):
-    probe = ("import json, sys, importlib.util, fuselens.core.samples as s, fuselens.cli, fuselens.session; "
+    probe = ("import json, sys, importlib.util, fuselens.core.formats.samples as s, fuselens.cli, fuselens.session; "
              "print(json.dumps({'path': sys.path, 'files': [m.__file__ for n, m in sys.modules.items() "
              "if n.startswith('fuselens') and getattr(m, '__file__', None)], 'demo': str(s.sample_path('demo')), "
              "'bare': [n for n in ('core', 'gui', 'passes', 'session', 'cli', 'main') "
