@@ -28,7 +28,7 @@ from fuselens.gui.model_jobs import ModelJobs
 from fuselens.gui.overlay import WhyNotOverlay
 from fuselens.gui.pane import Pane, diff_status
 from fuselens.gui.pass_panel import PassPanel
-from fuselens.gui.presentation import install_presentation
+from fuselens.gui.presentation import PresentationParts, install_presentation
 from fuselens.gui.properties import PropertiesPanel, show_body_table
 from fuselens.gui.run_panel import install_run_panel
 from fuselens.gui.search import SearchHits
@@ -87,7 +87,8 @@ class MainWindow(QMainWindow):
         self.run_panel = install_run_panel(self.host)  # the Run & profile dock, Run menu and toolbar action
         self.debug_tools = install_debug_tools(self.host, self.match_list, self.run_panel)  # skips, bisect, compare
         self.stages_panel = install_stages_panel(self.host, self.chrome.open_dumps_action)  # the toolchain's dumps
-        self.presentation = install_presentation(self.host, self)  # View > Presentation (F11): full screen, keys
+        parts = PresentationParts(self.panes, self.match_list, self.why_not)
+        self.presentation = install_presentation(self.host, parts)  # View > Presentation (F11): full screen, keys
 
     # ---- construction ---------------------------------------------------------------------------
     def _connect(self) -> None:

@@ -12,6 +12,7 @@ shortcuts presentation took over.
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,7 +28,9 @@ from fuselens.passes.explain_render import explanation_html
 
 if TYPE_CHECKING:
     from fuselens.gui.host import PanelHost
-    from fuselens.gui.main_window import MainWindow
+    from fuselens.gui.match_list import MatchList
+    from fuselens.gui.overlay import WhyNotOverlay
+    from fuselens.gui.pane import Pane
 
 ANIMATION_MS = 600
 PRESENTATION_ZOOM = 1.5  # node labels large enough for the back of the room
@@ -95,9 +98,13 @@ class Ghosts(QWidget):
 class Presentation(QObject):
     stepped = Signal(object)  # Match | NearMiss: its explanation is shown (after the animation)
 
-    def __init__(self, window: MainWindow):
+    def __init__(self, host: PanelHost, parts: PresentationParts):
+        window = host.window
         super().__init__(window)
-        self.window = window
+        self.window = window  # full screen, its docks, toolbars and splitter saved and restored
+        self.before, self.after = host.views["before"], host.views["after"]
+        self.selection = host.selection
+        self.panes, self.match_list, self.why_not = parts.panes, parts.match_list, parts.why_not
         self.active = False
         self.animate = True  # tests switch it off, or wait for `animation` to finish
         self.saved: _Saved | None = None
@@ -154,10 +161,10 @@ class Presentation(QObject):
             geometry=QRect(w.geometry()), state=w.saveState(), window_state=w.windowState(), sizes=main.sizes(),
             side=main.widget(2), left_visible=main.widget(0).isVisible(), menu_visible=w.menuBar().isVisible(),
             status_visible=w.statusBar().isVisible(),
-            header_fonts={s: QFont(p.header.font()) for s, p in w.panes.items()},
-            transforms={s: QTransform(p.view.transform()) for s, p in w.panes.items()},
-            centres={s: p.view.mapToScene(p.view.viewport().rect().center()) for s, p in w.panes.items()},
-            reason_points=w.why_not.label_points, disabled=clashing)
+            header_fonts={s: QFont(p.header.font()) for s, p in self.panes.items()},
+            transforms={s: QTransform(p.view.transform()) for s, p in self.panes.items()},
+            centres={s: p.view.mapToScene(p.view.viewport().rect().center()) for s, p in self.panes.items()},
+            reason_points=self.why_not.label_points, disabled=clashing)
         self.active = True
         for action in clashing:
             action.setEnabled(False)
@@ -173,11 +180,11 @@ class Presentation(QObject):
         header = QFont()
         header.setPointSizeF(HEADER_POINTS)
         header.setBold(True)
-        for pane in w.panes.values():
+        for pane in self.panes.values():
             pane.header.setFont(header)
             pane.view.set_look(PRESENTATION_LOOK)
-        w.why_not.label_points = REASON_POINTS
-        w.why_not.redraw()
+        self.why_not.label_points = REASON_POINTS
+        self.why_not.redraw()
         for action in self.keys.values():
             action.setEnabled(True)
         self.toggle_action.setChecked(True)
@@ -185,8 +192,8 @@ class Presentation(QObject):
         width = max(w.width(), 1200)
         main.setSizes([0, int(width * 0.66), int(width * 0.34)])
         self._zoom_panes()
-        self._show_explanation(w.match_list.current_record())
-        w.before.setFocus()
+        self._show_explanation(self.match_list.current_record())
+        self.before.setFocus()
 
     def leave(self) -> None:
         if not self.active or self.saved is None:
@@ -209,15 +216,15 @@ class Presentation(QObject):
             w.setGeometry(saved.geometry)
         w.restoreState(saved.state)
         main.setSizes(saved.sizes)
-        for side, pane in w.panes.items():
+        for side, pane in self.panes.items():
             pane.header.setFont(saved.header_fonts[side])
             pane.view.set_look(NORMAL_LOOK)
             pane.view.setTransform(saved.transforms[side])
             pane.view.centerOn(saved.centres[side])
-        w.why_not.label_points = saved.reason_points
+        self.why_not.label_points = saved.reason_points
         self.toggle_action.setChecked(False)
         self.active, self.saved = False, None
-        w.why_not.redraw()
+        self.why_not.redraw()
 
     def _splitter(self) -> QSplitter:
         return self.window.centralWidget()
@@ -228,8 +235,7 @@ class Presentation(QObject):
         fused node before its explanation shows."""
         self.animation.stop()
         self.ghosts.hide()
-        w = self.window
-        record = w.match_list.step(delta, kind)
+        record = self.match_list.step(delta, kind)
         if record is None:
             self.panel.setHtml(f"<p>No {'matches' if kind is Match else 'near misses'} to step through.</p>")
             return
@@ -241,7 +247,7 @@ class Presentation(QObject):
     def _zoom_panes(self) -> None:
         """Large boxes: each pane at PRESENTATION_ZOOM centred on what is selected, or less when that
         takes more room (a 14-node LayerNorm), down to READABLE_ZOOM."""
-        for view in (self.window.before, self.window.after):
+        for view in (self.windoself.before, self.windoself.after):
             zoom = PRESENTATION_ZOOM
             selected = _union(view, view.selected_keys)
             if not selected.isNull():
@@ -257,14 +263,14 @@ class Presentation(QObject):
         """Ghost copies of the match's before boxes, animated onto its node in the after pane; False
         when either side is not drawn (a pane still laying out), so the explanation shows at once."""
         w = self.window
-        before_keys = w.before.keys_for(match.nodes)
-        after_keys = w.after.keys_for(w.selection.current.after)
+        before_keys = self.before.keys_for(match.nodes)
+        after_keys = self.after.keys_for(self.selection.current.after)
         if not before_keys or not after_keys:
             return False
         self.ghosts.setGeometry(w.rect())
-        self.ghosts.pieces = [(w.before.viewport().grab(rect), QRectF(self._in_window(w.before, rect)))
-                              for rect in (_viewport_rect(w.before, key) for key in before_keys)]
-        self.ghosts.target = QRectF(self._in_window(w.after, _viewport_rect(w.after, *after_keys)))
+        self.ghosts.pieces = [(self.before.viewport().grab(rect), QRectF(self._in_window(self.before, rect)))
+                              for rect in (_viewport_rect(self.before, key) for key in before_keys)]
+        self.ghosts.target = QRectF(self._in_window(self.after, _viewport_rect(self.after, *after_keys)))
         self.ghosts.progress = 0.0
         self.ghosts.raise_()
         self.ghosts.show()
@@ -318,10 +324,19 @@ def _union(view: GraphView, keys) -> QRectF:
     return rect
 
 
-def install_presentation(host: PanelHost, window: MainWindow) -> Presentation:
-    """The Presentation action in the View menu (F11) and its keys; returns the controller. Presenting is a
-    mode of the whole window (full screen, its panes zoomed, its match list stepped), so it drives the window."""
-    presentation = Presentation(window)
+@dataclass(frozen=True)
+class PresentationParts:
+    """What presenting drives beside the host's window: the panes it zooms and restyles, the match list it
+    steps, the near-miss overlay whose labels it enlarges."""
+
+    panes: Mapping[str, Pane]
+    match_list: MatchList
+    why_not: WhyNotOverlay
+
+
+def install_presentation(host: PanelHost, parts: PresentationParts) -> Presentation:
+    """The Presentation action in the View menu (F11) and its keys; returns the controller."""
+    presentation = Presentation(host, parts)
     view_menu = host.menu("&View")
     view_menu.addSeparator()
     view_menu.addAction(presentation.toggle_action)
