@@ -247,7 +247,7 @@ class Presentation(QObject):
     def _zoom_panes(self) -> None:
         """Large boxes: each pane at PRESENTATION_ZOOM centred on what is selected, or less when that
         takes more room (a 14-node LayerNorm), down to READABLE_ZOOM."""
-        for view in (self.windoself.before, self.windoself.after):
+        for view in (self.before, self.after):
             zoom = PRESENTATION_ZOOM
             selected = _union(view, view.selected_keys)
             if not selected.isNull():
