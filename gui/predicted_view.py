@@ -67,7 +67,7 @@ class PredictedView(QWidget):
         self.set_report(None)
 
     def set_report(self, report: CheckReport | None, note: str = "") -> None:
-        """Show a predicted-vs-actual report (session/npu_check.py), or none; `note` is said above the table."""
+        """Show a predicted-vs-actual report (session/npu_check/), or none; `note` is said above the table."""
         self.report = report
         self.check = check_rows(report) if report is not None else []
         self.model.removeRows(0, self.model.rowCount())

@@ -372,7 +372,7 @@ class RunPanel(QWidget):
         self.result_shown.emit(result)
 
     def show_check(self, report: CheckReport | None, note: str = "") -> None:
-        """The predicted-vs-actual tab of an NPU run (session/npu_check.py's report), or no such tab."""
+        """The predicted-vs-actual tab of an NPU run (session/npu_check/'s report), or no such tab."""
         self.check_view.set_report(report, note)
         self.tabs.setTabVisible(self.tabs.indexOf(self.check_view), report is not None)
 
