@@ -13,7 +13,7 @@ run: setup
 	$(BIN)/python main.py $(SAMPLE)
 
 test: setup
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n auto
 	$(MAKE) lint
 
 lint: setup
