@@ -60,11 +60,14 @@ HEAVY_AT_START = (
 CHILD = r"""
 import json, sys, time
 spawned = float(sys.argv[1])
-import fuselens.gui.app
+import importlib, os
+# A checkout from before the one import package (issue 24) imports its folders bare.
+prefix = "fuselens." if os.path.isdir("fuselens") else ""
+app = importlib.import_module(prefix + "gui.app")
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
-class FirstPaint(fuselens.gui.app.MainWindow):
+class FirstPaint(app.MainWindow):
     painted = None
 
     def paintEvent(self, event):
@@ -74,9 +77,8 @@ class FirstPaint(fuselens.gui.app.MainWindow):
                                   "modules": sorted(sys.modules)}
             QTimer.singleShot(0, QApplication.instance().quit)
 
-fuselens.gui.app.MainWindow = FirstPaint
-from fuselens import main
-main.main(sys.argv[2:])
+app.MainWindow = FirstPaint
+importlib.import_module(prefix + "main").main(sys.argv[2:])
 print("STARTUP " + json.dumps(FirstPaint.painted))
 """
 
