@@ -18,6 +18,7 @@ from fuselens.core.ascend.ge.fusion_result import (
     compare_ledgers,
     parse_fusion_result,
     read_fusion_result,
+    recognises,
     write_fusion_result,
 )
 from fuselens.core.errors import FuseLensError
@@ -93,3 +94,17 @@ def test_comparison_rules():
     assert rows["RecordedButAbsentPass"].status == "disagree"
     assert "not in the toolchain's ledger" in rows["RecordedButAbsentPass"].note
     assert rows["TransdataCastFusionPass"].status == "not_modelled"
+
+
+@pytest.mark.parametrize(("head", "expected"), [
+    (b"null", True), (b"\xef\xbb\xbfnull\n", True),
+    (b'[{"graph_fusion": {"P": {"effect_times": "1", "match_times": "1"}}, "session_and_graph_id": "0_1"}]', True),
+    (b'{"graphId": "11", "sessionId": "0", "ub_fusion": {}}{"graphId": "12"', True),  # cut off by the head
+    (b'{\n  "session_and_graph_id_0_0": {}\n}', True),
+    (b'{"session_and_graph_id": "0_0"}', True),
+    (b'{"Switch": {"GraphFusion": {"ALL": "on"}}}', False),  # a fusion switch file
+    (b'[{"name": "Conv2D", "ts": "12.5"}]', False), (b"Op Name,OP Type\n", False), (b"", False),
+    (b"nullx", False), (b'"graph_fusion"', False),
+])
+def test_recognises_decides_from_the_head_alone(head, expected):
+    assert recognises(head) is expected

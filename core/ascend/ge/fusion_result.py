@@ -29,6 +29,8 @@ GRAPH_FUSION = "graph_fusion"
 UB_FUSION = "ub_fusion"
 SECTIONS = (GRAPH_FUSION, UB_FUSION)
 KEY = "session_and_graph_id"
+# Keys only fusion_result.json has, any one of which in a file's head marks it (the 2021-2022 form's ids included).
+_MARKERS = (b'"graph_fusion"', b'"ub_fusion"', b'"session_and_graph_id', b'"sessionId"')
 CURRENT = "current"  # {"session_and_graph_id_0_0": {...}, ...}
 CONCATENATED = "concatenated"  # {"session_and_graph_id": "0_0", ...}{"session_and_graph_id": "0_1", ...}
 
@@ -113,6 +115,19 @@ class FusionResult:
 def fusion_result_json(graphs: Iterable[GraphLedger]) -> dict[str, Any]:
     """Ledgers in the current fusion_result.json form."""
     return {g.key: g.to_json() for g in graphs}
+
+
+def recognises(head: bytes) -> bool:
+    """Whether a file whose first 64 KiB are `head` is a fusion_result.json, in any of its five shapes.
+
+    JSON that opens with an object or a list and names one of FE's keys (`graph_fusion`, `ub_fusion`,
+    `session_and_graph_id...`, `sessionId`) before the head ends, or the literal `null` FE writes for
+    a run that compiled nothing. Decides from content alone: users rename the file.
+    """
+    text = head.lstrip(b"\xef\xbb\xbf").strip()
+    if text == b"null":
+        return True
+    return text[:1] in (b"{", b"[") and any(marker in text for marker in _MARKERS)
 
 
 def write_fusion_result(path: str | os.PathLike[str], graphs: Iterable[GraphLedger], *,
