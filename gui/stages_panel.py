@@ -136,7 +136,7 @@ class StagesPanel(QWidget):
 
     def _fill_stages(self) -> None:
         stages = self.stages()
-        labels = [f"{s.index:>5}  {s.label}" for s in stages]
+        labels = [f"{s.index_label:>5}  {s.label}" for s in stages]
         for combo in (self.before, self.after):
             combo.blockSignals(True)
             combo.clear()
