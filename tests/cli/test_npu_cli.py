@@ -157,7 +157,8 @@ def test_a_toolchain_fusion_fuselens_did_not_predict_is_listed(tmp_path, capsys,
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["stages", "{tmp}/empty"], "{tmp}/empty: no GE graph dumps"),
-    (["ledger", "{tmp}/neither.json"], "{tmp}/neither.json, line 1: an object with keys passes: not a fusion_result.json"),
+    (["ledger", "{tmp}/neither.json"],
+     "{tmp}/neither.json, line 1: an object with keys passes: not a fusion_result.json"),
     (["diff", "{tmp}/empty:PreRunBegin", "abs_relu_exp"], "{tmp}/empty: no GE graph dumps"),
     (["diff", "{tmp}/nowhere:PreRunBegin", "abs_relu_exp"], "{tmp}/nowhere: no such directory"),
     (["inspect", "{tmp}/ge_proto_00000000_graph_0_Broken.txt"],

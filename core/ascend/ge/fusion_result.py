@@ -58,7 +58,7 @@ class PassCount:
     section: str  # graph_fusion | ub_fusion
     match_times: int
     effect_times: int
-    repository_hit_times: int | None = None  # ub_fusion only
+    repository_hit_times: int | None = None  # ub_fusion only, and not in every writer's entries
 
     def to_json(self) -> dict[str, str]:
         """FE's spelling: every count a string, keys in FE's (sorted) order."""
@@ -218,6 +218,9 @@ def parse_fusion_result(text: str, source: str = "<fusion_result.json>") -> Fusi
         try:
             value, end = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as e:
+            if not values and e.pos == pos:
+                raise FuseLensError(f"{source}: starts with {text[pos:pos + 24]!r}, not JSON: not a "
+                                    f"fusion_result.json ({EXPECTED})") from None
             raise FuseLensError(f"{source}, line {e.lineno}, column {e.colno}: not valid JSON ({e.msg})") from None
         except RecursionError:
             raise FuseLensError(f"{source}: JSON nested too deep to be a fusion_result.json") from None
@@ -354,18 +357,16 @@ def _counts(graph: str, entry: Mapping[str, Any], where: str) -> list[PassCount]
             if not isinstance(numbers, dict):
                 raise FuseLensError(f"{where}: {section} > {shown(name)} is {_kind(numbers)}, not an object")
             at = f"{where}: {section} > {shown(name)}"
-            hits = _count(numbers, "repository_hit_times", at, required=False)
+            hits = _count(numbers, "repository_hit_times", at) if "repository_hit_times" in numbers else None
             counts.append(PassCount(name, section, _count(numbers, "match_times", at),
                                     _count(numbers, "effect_times", at), hits if section == UB_FUSION else None))
     return counts
 
 
-def _count(counts: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> int:
+def _count(counts: Mapping[str, Any], key: str, where: str) -> int:
     value = counts.get(key)
     if value is None:
-        if required:
-            raise FuseLensError(f"{where}: no {key}")
-        return 0
+        raise FuseLensError(f"{where}: no {key}")
     try:
         number = int(str(value).strip())
     except ValueError:
