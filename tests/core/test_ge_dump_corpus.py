@@ -14,14 +14,11 @@ from fuselens.core.ascend.ge.dump import GE_ONNX, GE_PROTO, load_dump, recognise
 from fuselens.core.ascend.ge.open import open_graph
 from fuselens.core.ascend.ge.stages import parse_dump_name, scan_dump_folder
 from fuselens.core.errors import FuseLensError
-from fuselens.core.formats.loaders import load_model
-from fuselens.passes.pipeline import run_pipeline
+from tests.corpus.ge_stages import FE_FUSION, STAGES_58, write_58_stages
 from tests.fuzz import mutators as m
 from tests.fuzz.harness import Format, fuzz
-from tests.npu_artifacts import ge_ops, ge_proto_text, toolchain_fusions
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "ge_dumps"
-STAGES_58 = [line for line in (CORPUS / "stage_names_58.txt").read_text().splitlines() if not line.startswith("#")]
 DUMPS = sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.parent.name != "renamed"
                and p.name.startswith("ge_")) + [CORPUS / "renamed" / n for n in
                                                 ("1_before_fusion.txt", "2_after_fusion.dump", "final.pbtxt")]
@@ -89,22 +86,6 @@ def test_diff_takes_every_name_form_and_a_renamed_file():
         open_graph(f"{CORPUS / 'renamed'}:AfterFusion")
 
 
-def write_58_stages(root: Path, sample: str = "demo", *, first_index: int = 3) -> list[str]:
-    """The 58 stages as a 2020 GE names them (`ge_proto_%05d_<Stage>.txt`, no graph part): the sample as it came
-    in up to FE's graph fusion, fused from there on. Returns the stage labels in order."""
-    pipeline = run_pipeline(load_model(sample).graph)
-    original = ge_proto_text(ge_ops(pipeline.original))
-    fused = ge_proto_text(ge_ops(pipeline.fused, toolchain_fusions(pipeline)))
-    fusion = STAGES_58.index("OptimizeOriginalGraph_FeGraphFusionAfter")
-    root.mkdir(parents=True, exist_ok=True)
-    labels, seen = [], {}
-    for i, stage in enumerate(STAGES_58):
-        (root / f"ge_proto_{first_index + i:05d}_{stage}.txt").write_text(original if i < fusion else fused)
-        seen[stage] = seen.get(stage, 0) + 1
-        labels.append(stage if seen[stage] == 1 else f"{stage}#{seen[stage]}")
-    return labels
-
-
 def test_58_stages_of_one_graph_scan_load_and_diff_in_order(tmp_path):
     labels = write_58_stages(tmp_path)
     folder = scan_dump_folder(tmp_path)
@@ -115,7 +96,8 @@ def test_58_stages_of_one_graph_scan_load_and_diff_in_order(tmp_path):
                                "OptimizeSubGraphBefore#10"]
     loads = folder.load_all()
     assert not [load.error for load in loads if load.error]
-    fusion = labels.index("OptimizeOriginalGraph_FeGraphFusionAfter")
+    assert len(STAGES_58) == 58 and STAGES_58[0] == "PreRunBegin" and STAGES_58[-1] == "PreRunAfterBuild"
+    fusion = labels.index(FE_FUSION)
     before, after = loads[fusion - 1].dump.graph, loads[fusion].dump.graph
     assert diff_graphs(before, after).of_kind("added")  # the stage where FE's graph fusion shows
     assert not diff_graphs(after, loads[fusion + 1].dump.graph).changes
