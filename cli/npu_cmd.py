@@ -14,6 +14,7 @@ from fuselens.cli.common import fuse_model, print_json
 from fuselens.cli.pass_args import add_pass_selection_args
 from fuselens.core.ascend.ge.diff import diff_graphs, format_diff
 from fuselens.core.ascend.ge.fusion_result import (
+    NULL,
     FusionResult,
     GraphLedger,
     LedgerRow,
@@ -142,14 +143,16 @@ def format_ledger(result: FusionResult, graph: GraphLedger | None = None) -> str
     and the graphs that recorded no pass share one line. With `graph`, that graph alone."""
     fused = sum(g.total_effects() > 0 for g in result.graphs)
     count = len(result.graphs)
-    lines = [f"{result.source}: {count} graph{'s' if count != 1 else ''} ({result.form} form)"
-             + (f", {fused} with rewrites" if count > 1 else "")]
+    form = "null: nothing was compiled" if result.form == NULL else f"{result.form} form"
+    lines = [f"{result.source}: {_plural(count, 'graph')} ({form})" + (f", {fused} with rewrites" if count > 1 else "")]
     lines += [f"note: {n}" for n in result.notes]
     ranked = [graph] if graph is not None else result.ranked()
     empty = [g for g in ranked if not g.passes]
-    for i, ledger in enumerate(g for g in ranked if g.passes):
-        lines.append(f"{ledger.key}: {len(ledger.passes)} passes, {ledger.total_matches()} matches, "
-                     f"{ledger.total_effects()} rewrites")
+    recorded = [g for g in ranked if g.passes]
+    for i, ledger in enumerate(recorded):
+        lines.append(f"{ledger.key}: {_plural(len(ledger.passes), 'pass', 'passes')}, "
+                     f"{_plural(ledger.total_matches(), 'match', 'matches')}, "
+                     f"{_plural(ledger.total_effects(), 'rewrite')}")
         if i < DETAILED_GRAPHS:
             for (section, name), c in ledger.passes.items():
                 hits = f"  repository hits {c.repository_hit_times}" if c.repository_hit_times is not None else ""
@@ -157,11 +160,15 @@ def format_ledger(result: FusionResult, graph: GraphLedger | None = None) -> str
     if empty:
         keys = ", ".join(g.key for g in empty[:DETAILED_GRAPHS])
         more = f" and {len(empty) - DETAILED_GRAPHS} more (--json for all)" if len(empty) > DETAILED_GRAPHS else ""
-        lines.append(f"{len(empty)} graph{'s' if len(empty) != 1 else ''} with no pass recorded: {keys}{more}")
-    if len(ranked) > DETAILED_GRAPHS and graph is None:
+        lines.append(f"{_plural(len(empty), 'graph')} with no pass recorded: {keys}{more}")
+    if len(recorded) > DETAILED_GRAPHS:
         lines.append(f"(passes listed for the {DETAILED_GRAPHS} graphs with the most rewrites; "
                      "--graph S_G for any other)")
     return "\n".join(lines)
+
+
+def _plural(count: int, one: str, many: str | None = None) -> str:
+    return f"{count} {one if count == 1 else many or one + 's'}"
 
 
 def format_comparison(model: str, graph: str, rows: list[LedgerRow]) -> str:

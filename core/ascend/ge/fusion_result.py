@@ -61,10 +61,10 @@ class PassCount:
     repository_hit_times: int | None = None  # ub_fusion only, and not in every writer's entries
 
     def to_json(self) -> dict[str, str]:
-        """FE's spelling: every count a string, keys in FE's (sorted) order."""
+        """FE's spelling: every count a string, keys in FE's (sorted) order; repository hits where known."""
         out = {"effect_times": str(self.effect_times), "match_times": str(self.match_times)}
-        if self.section == UB_FUSION:
-            out["repository_hit_times"] = str(self.repository_hit_times or 0)
+        if self.section == UB_FUSION and self.repository_hit_times is not None:
+            out["repository_hit_times"] = str(self.repository_hit_times)
         return dict(sorted(out.items()))
 
 
