@@ -229,9 +229,10 @@ def parse_fusion_result(text: str, source: str = "<fusion_result.json>") -> Fusi
     result = FusionResult(source, _shape(values[0][1]))
     ledgers: dict[str, GraphLedger] = {}
     repeated: list[str] = []
+    lines = _Lines(text)
     for start, value in values:
-        where = f"{source}, line {text.count(chr(10), 0, start) + 1}"
-        for name, entry, at in _graph_entries(value, text, start, where):
+        where = f"{source}, line {lines.at(start)}"
+        for name, entry, at in _graph_entries(value, text, start, where, lines):
             graph = graph_id(name)
             if graph in ledgers:
                 repeated.append(graph)
@@ -257,7 +258,23 @@ def _shape(value: Any) -> str:
     return CONCATENATED if isinstance(value, dict) and KEY in value else CURRENT
 
 
-def _graph_entries(value: Any, text: str, start: int, where: str) -> list[tuple[str, dict[str, Any], str]]:
+class _Lines:
+    """Line numbers of positions asked for in increasing order, counted once over the text (a file of
+    hundreds of graphs would otherwise be counted from its start for each)."""
+
+    def __init__(self, text: str):
+        self.text, self.pos, self.line = text, 0, 1
+
+    def at(self, pos: int) -> int:
+        if pos < self.pos:
+            return self.text.count("\n", 0, pos) + 1
+        self.line += self.text.count("\n", self.pos, pos)
+        self.pos = pos
+        return self.line
+
+
+def _graph_entries(value: Any, text: str, start: int, where: str,
+                   lines: _Lines) -> list[tuple[str, dict[str, Any], str]]:
     """(graph id as spelled, its sections, where it is) for each graph of one top-level JSON value."""
     if value is None:
         return []
@@ -268,7 +285,7 @@ def _graph_entries(value: Any, text: str, start: int, where: str) -> list[tuple[
         at = start
         for key, entry in value.items():
             at = max(text.find(f'"{key}"', at), at)
-            line = f"{where.rsplit(', line', 1)[0]}, line {text.count(chr(10), 0, at) + 1}"
+            line = f"{where.rsplit(', line', 1)[0]}, line {lines.at(at)}"
             if not isinstance(entry, dict):
                 raise FuseLensError(f"{line}: {shown(key)} holds {_kind(entry)}, not the graph's sections")
             entries.append((key, entry, line))
