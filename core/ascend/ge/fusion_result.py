@@ -37,8 +37,9 @@ UB_FUSION = "ub_fusion"
 SECTIONS = (GRAPH_FUSION, UB_FUSION)
 KEY = "session_and_graph_id"
 SESSION_ID, GRAPH_ID = "sessionId", "graphId"
-# Keys only fusion_result.json has, any one of which in a file's head marks it (the 2021-2022 form's ids included).
-_MARKERS = (b'"graph_fusion"', b'"ub_fusion"', b'"session_and_graph_id', b'"sessionId"')
+# A key only fusion_result.json has, any one of which in a file's head marks it (the 2021-2022 form's ids
+# included); as a key, followed by its colon: a report that names a graph in a value is not one.
+_MARKER = re.compile(rb'"(?:graph_fusion|ub_fusion|sessionId|session_and_graph_id(?:_\d+_\d+)?)"\s*:')
 CURRENT = "current"  # {"session_and_graph_id_0_0": {...}, ...}
 CONCATENATED = "concatenated"  # {"session_and_graph_id": "0_0", ...}{"session_and_graph_id": "0_1", ...}
 ID_FIELDS = "id fields"  # {"graphId": "11", "sessionId": "0", ...}{...}
@@ -173,7 +174,7 @@ def recognises(head: bytes) -> bool:
     text = head.lstrip(b"\xef\xbb\xbf").strip()
     if text == b"null":
         return True
-    return text[:1] in (b"{", b"[") and any(marker in text for marker in _MARKERS)
+    return text[:1] in (b"{", b"[") and _MARKER.search(text) is not None
 
 
 def write_fusion_result(path: str | os.PathLike[str], graphs: Iterable[GraphLedger], *,
