@@ -96,18 +96,16 @@ class GraphLedger:
     def total_matches(self) -> int:
         return sum(p.match_times for p in self.passes.values())
 
-    def merge(self, count: PassCount) -> bool:
-        """Add a pass's counts; a pass already here (the graph named twice in one file) has them added.
-        Returns whether it was already here."""
+    def merge(self, count: PassCount) -> None:
+        """Add a pass's counts; a pass already here (the graph named twice in one file) has them added."""
         known = self.passes.get((count.section, count.name))
         if known is None:
             self.add(count)
-            return False
+            return
         hits = None if known.repository_hit_times is None and count.repository_hit_times is None else \
             (known.repository_hit_times or 0) + (count.repository_hit_times or 0)
         self.add(PassCount(count.name, count.section, known.match_times + count.match_times,
                            known.effect_times + count.effect_times, hits))
-        return True
 
     def to_json(self) -> dict[str, Any]:
         """`{"graph_fusion": {...}, "ub_fusion": {...}}`; a section with no pass is left out, as FE does."""
