@@ -243,7 +243,7 @@ def parse_fusion_result(text: str, source: str = "<fusion_result.json>") -> Fusi
     repeated = list(dict.fromkeys(repeated))
     if repeated:
         result.notes.append(f"{len(repeated)} graph{'s are' if len(repeated) != 1 else ' is'} named in more than "
-                            f"one entry ({', '.join(list(repeated)[:6])}); their counts were added up")
+                            f"one entry ({', '.join(repeated[:6])}); their counts were added up")
     return result
 
 
