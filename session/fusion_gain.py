@@ -387,13 +387,26 @@ def run_gains(result: RunResult, pipeline: PipelineResult | None = None, *,
     return fusion_gains(result.graphs["original"], result.graphs["fused"], pipeline, toolchain=toolchain)
 
 
+def shown_rows(report: GainReport, shown: int) -> list[FusionGain]:
+    """Every row when at most `shown`; else the measured ones at both ends: the biggest wins and the worst losses."""
+    if len(report.rows) <= shown:
+        return list(report.rows)
+    measured = [r for r in report.rows if r.gain_us is not None]
+    return measured if len(measured) <= shown else measured[:shown - shown // 2] + measured[-(shown // 2):]
+
+
+def headline(report: GainReport) -> str:
+    """`52 of 52 fusions measured: 50 faster, 2 slower; +1.2 ms/step in all`."""
+    measured = [r for r in report.rows if r.gain_us is not None]
+    return (f"{len(measured)} of {len(report.rows)} fusions measured: {sum(r.gain_us > 0 for r in measured)} faster, "
+            f"{sum(r.gain_us < 0 for r in measured)} slower; {report.total_gain_us():+.1f} us/step in all "
+            "(baseline - fused kernel time)")
+
+
 def format_gains(report: GainReport, *, shown: int = 12) -> list[str]:
     """The report as text lines: winners first, losers last, each with what could not be found."""
-    measured = [r for r in report.rows if r.gain_us is not None]
-    lines = [f"  did each fusion pay? {len(measured)} of {len(report.rows)} measured, "
-             f"{sum(r.gain_us > 0 for r in measured)} faster, {sum(r.gain_us < 0 for r in measured)} slower; "
-             f"{report.total_gain_us():+.1f} us/step in all (baseline - fused kernel time)"]
-    rows = report.rows if len(report.rows) <= shown else measured[:shown // 2] + measured[-(shown // 2):]
+    lines = [f"  did each fusion pay? {headline(report)}"]
+    rows = shown_rows(report, shown)
     for row in rows:
         if row.gain_us is None:
             figure = f"{'not measured':>28s}"
