@@ -74,7 +74,7 @@ class FusionGain:
     baseline_us: float
     inside: dict[str, str] = field(default_factory=dict)  # original -> the composed kernel it ran inside
     constant: tuple[str, ...] = ()  # originals Grappler folds into constants: no kernel expected
-    missing: dict[str, str] = field(default_factory=dict)  # original -> its op type: no kernel in the baseline
+    missing: dict[str, str] = field(default_factory=dict)  # original -> its op type ('' unknown): no baseline kernel
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -96,8 +96,9 @@ class FusionGain:
         """`3 of 5 original nodes have no kernel in the baseline: Identity ×2, Const` ('' when none)."""
         if not self.missing:
             return ""
-        counts = Counter(self.missing.values())
-        types = ", ".join(op if n == 1 else f"{op} ×{n}" for op, n in counts.most_common())
+        counts = Counter(op for op in self.missing.values() if op)
+        types = ", ".join([op if n == 1 else f"{op} ×{n}" for op, n in counts.most_common()]
+                          + [name for name, op in self.missing.items() if not op])  # no graph: their names
         expected = len(self.originals) - len(self.constant)
         verb = "has" if len(self.missing) == 1 else "have"
         return f"{len(self.missing)} of {expected} original nodes {verb} no kernel in the baseline: {types}"
@@ -293,7 +294,7 @@ def _gain(group: list[_Unit], fused: Coverage, baseline: Coverage, original: Gra
     fused_kernels = list(dict.fromkeys(k for n in fused_nodes for k in fused.kernels_of.get(n, ())))
     baseline_kernels = list(dict.fromkeys(k for n in originals for k in baseline.kernels_of.get(n, ())))
     constant = [n for n in originals if n in baseline.constant]
-    missing = {n: (original.op(n) if original is not None and n in original else "?") for n in originals
+    missing = {n: (original.op(n) if original is not None and n in original else "") for n in originals
                if n not in baseline.kernels_of and n not in constant
                and not (original is not None and n in original and original.op(n) in BOOKKEEPING_OPS)}
     constant += [n for n in originals if original is not None and n in original and n not in constant
