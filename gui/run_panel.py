@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Signal
@@ -47,7 +47,7 @@ from fuselens.gui.predicted_view import PredictedView
 from fuselens.gui.selection import Selection, SelectionModel
 from fuselens.gui.workers import Task, Worker, WorkerPool
 from fuselens.session import FusionJob, Session
-from fuselens.session.fusion_gain import FusionGain, run_gains
+from fuselens.session.fusion_gain import FusionGain, run_gains, toolchain_records
 from fuselens.session.run_workflow import RunOutcome, RunSettings, run_both, run_request
 
 if TYPE_CHECKING:
@@ -380,6 +380,12 @@ class RunPanel(QWidget):
         """The predicted-vs-actual tab of an NPU run (session/npu_check/'s report), or no such tab."""
         self.check_view.set_report(report, note)
         self.tabs.setTabVisible(self.tabs.indexOf(self.check_view), report is not None)
+        folder = report.sources.get("profile") if report is not None else None
+        if folder and self.result is not None and "original" in self.result.graphs:
+            try:  # the results of an NPU bundle: the fused side's fusion_op files name the toolchain's fusions
+                self.show_gains(self.result, toolchain_records(folder))
+            except FuseLensError as e:
+                self.status.showMessage(f"Did each fusion pay: the toolchain's fusion_op records: {e}", 10000)
 
     def select_check_row(self, row: CheckRow) -> None:
         """A predicted-vs-actual row was clicked: its original nodes (else FuseLens's node) become the selection."""
@@ -392,9 +398,10 @@ class RunPanel(QWidget):
         else:
             self.status.showMessage(f"{row.toolchain or row.pass_id}: no node of the open graphs to select", 5000)
 
-    def show_gains(self, result: RunResult | None) -> None:
-        """Did each fusion pay? Its tab shows when the result has both graphs (a run, an NPU bundle's two sides)."""
-        report = run_gains(result, self.session.pipeline) if result is not None else None
+    def show_gains(self, result: RunResult | None, toolchain: Mapping[str, Sequence[str]] | None = None) -> None:
+        """Did each fusion pay? Its tab shows when the result has both graphs (a run, an NPU bundle's two sides);
+        `toolchain` adds the fused ops the toolchain's records name (fusion_op)."""
+        report = run_gains(result, self.session.pipeline, toolchain=toolchain) if result is not None else None
         self.gains.set_report(report, self.top_n.value())
         self.tabs.setTabVisible(self.tabs.indexOf(self.gains), report is not None)
 

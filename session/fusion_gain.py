@@ -224,6 +224,7 @@ class _Unit:
     matches: list[str]
     fused_nodes: list[str]
     originals: list[str]
+    notes: list[str] = field(default_factory=list)
 
 
 def provenance_units(pipeline: PipelineResult) -> list[_Unit]:
@@ -300,11 +301,20 @@ def _gain(group: list[_Unit], fused: Coverage, baseline: Coverage, original: Gra
     constant += [n for n in originals if original is not None and n in original and n not in constant
                  and original.op(n) in BOOKKEEPING_OPS]
     label = group[0].label + (f" (+{len(group) - 1} more)" if len(group) > 1 else "")
-    notes = []
+    notes = [note for u in group for note in u.notes]
+    inside = {n: k for n in originals if (k := baseline.inside.get(n))}
+    already = [k for n in fused_nodes for k in baseline.kernels_of.get(n, ())] if not baseline_kernels else []
+    if already:  # the baseline ran it fused too (a general scope pass the baseline cannot switch off)
+        baseline_kernels = list(dict.fromkeys(already))
+        inside.update(dict.fromkeys(missing, baseline_kernels[0]))
+        missing = {}
+        notes.append(f"the baseline ran it as one kernel too ({_names(baseline_kernels)}, named like the fused "
+                     "node): its originals ran inside that")
     if len(group) > 1:
         notes.append("compared as one group: " + ", ".join(u.label for u in group[1:])
                      + f" share{'s' if len(group) == 2 else ''} its original nodes or kernels")
-    outside_before = sorted({n for k in baseline_kernels for n in baseline.nodes_of.get(k, ())} - set(originals))
+    outside_before = sorted({n for k in baseline_kernels for n in baseline.nodes_of.get(k, ())}
+                            - set(originals) - set(fused_nodes))
     outside_after = sorted({n for k in fused_kernels for n in fused.nodes_of.get(k, ())} - set(fused_nodes))
     if outside_before and outside_before == outside_after:
         notes.append(f"includes {_names(outside_before)}: run in the same kernel on both sides")
@@ -320,7 +330,7 @@ def _gain(group: list[_Unit], fused: Coverage, baseline: Coverage, original: Gra
         fused_kernels=tuple(fused_kernels), fused_us=round(sum(fused.kernel_us[k] for k in fused_kernels), 3),
         originals=tuple(originals), baseline_kernels=tuple(baseline_kernels),
         baseline_us=round(sum(baseline.kernel_us[k] for k in baseline_kernels), 3),
-        inside={n: k for n in originals if (k := baseline.inside.get(n))}, constant=tuple(constant),
+        inside=inside, constant=tuple(constant),
         missing=missing, notes=notes)
 
 
@@ -342,34 +352,49 @@ def fusion_gains(baseline: GraphRun, fused: GraphRun, pipeline: PipelineResult |
     composed-kernel detection)."""
     original_graph = pipeline.original if pipeline is not None else None
     fused_graph = pipeline.fused if pipeline is not None else None
-    before, after = coverage(baseline, original_graph), coverage(fused, fused_graph)
-    if toolchain and fused_graph is not None:
-        after = _with_kernel_names(after, fused)
+    before = _with_kernel_names(coverage(baseline, original_graph), baseline)
+    after = _with_kernel_names(coverage(fused, fused_graph), fused)
     units = toolchain_units(toolchain or {})
+    own = provenance_units(pipeline) if pipeline is not None else []
+    twins = {n: u for u in own for n in u.fused_nodes}
+    for unit in units:
+        twin = twins.get(unit.fused_nodes[0])
+        if twin is not None:
+            _join_twin(unit, twin, original_graph)
+        elif pipeline is not None:
+            unit.matches = _matches_holding(pipeline, unit.originals)
     named = {n for u in units for n in u.fused_nodes}
-    units += [u for u in (provenance_units(pipeline) if pipeline is not None else []) if u.fused_nodes[0] not in named]
+    units += [u for u in own if not named & set(u.fused_nodes)]
     report = GainReport()
     if not units:
         report.notes.append("no fusion to compare: the fused graph has no fused node"
                             + (" and no toolchain record names one" if toolchain is not None else ""))
     if toolchain is not None and not toolchain:
         report.notes.append("the toolchain's records name no fused op (no fusion_op_*.csv or dump came back)")
-    if fused_graph is not None and toolchain is not None:
-        for unit in units:
-            if unit.source == FUSION_OP:
-                unit.matches = _matches_holding(pipeline, unit.originals)
     report.rows = sorted((_gain(group, after, before, original_graph) for group in _groups(units, after, before)),
                          key=_sort_key)
     return report
 
 
+def _join_twin(unit: _Unit, twin: _Unit, original: Graph | None) -> None:
+    """A toolchain fused op that is also a FuseLens fused node: its originals are both's, in the original
+    graph's names (GE was handed AMCT's folded graph, so fusion_op may name `conv/BiasAdd`, which FuseLens's
+    provenance traces back to the conv and its BatchNorm)."""
+    foreign = [n for n in unit.originals if original is not None and n not in original]
+    unit.originals = list(dict.fromkeys([*twin.originals, *(n for n in unit.originals if n not in foreign)]))
+    unit.matches = twin.matches
+    if foreign:
+        unit.notes.append(f"the toolchain names {_names(foreign)}, not in the original graph: counted through "
+                          f"FuseLens's provenance of {unit.fused_nodes[0]}")
+
+
 def _with_kernel_names(cover: Coverage, run: GraphRun) -> Coverage:
-    """A toolchain fused op is named by its kernel: let each kernel name stand for itself as a node too."""
+    """Let a kernel be found by its own name too: a toolchain fused op is named by its kernel, and a kernel the
+    graph has no node for (`encoder/LayerNorm` of a scope pass the baseline ran) by the fused node's name."""
     for kernel in run.kernels:
-        key = _kernel_key(kernel)
-        cover.nodes_of.setdefault(key, set()).add(kernel.kernel)
-        if key not in cover.kernels_of.setdefault(kernel.kernel, []):
-            cover.kernels_of[kernel.kernel].append(key)
+        found = cover.kernels_of.setdefault(kernel.kernel, [])
+        if _kernel_key(kernel) not in found:
+            found.append(_kernel_key(kernel))
     return cover
 
 
