@@ -217,7 +217,7 @@ def import_profile(args: argparse.Namespace, config: PassConfig | None = None) -
     model, pipeline = fuse_model(args, config)
     result = (paired_profiles(baseline, args.path, model.graph, pipeline.fused) if baseline
               else import_run_file(args.path, model.graph, pipeline.fused))
-    gains = run_gains(result, pipeline, toolchain=toolchain_records(args.path))
+    gains = run_gains(result, pipeline, toolchain=toolchain_records(args.path, model.graph))
     report = check_imported(pipeline, args.path, result, model=args.model,
                             **{field: getattr(args, field, None) for field in CHECK_OPTIONS if field != "check"})
     if check and not to_stdout:

@@ -381,11 +381,12 @@ class RunPanel(QWidget):
         self.check_view.set_report(report, note)
         self.tabs.setTabVisible(self.tabs.indexOf(self.check_view), report is not None)
         folder = report.sources.get("profile") if report is not None else None
+        model = self.session.model
         if folder and self.result is not None and "original" in self.result.graphs:
-            try:  # the results of an NPU bundle: the fused side's fusion_op files name the toolchain's fusions
-                self.show_gains(self.result, toolchain_records(folder))
+            try:  # the results of an NPU bundle: the fused side's fusion_op and dumps name the toolchain's fusions
+                self.show_gains(self.result, toolchain_records(folder, model.graph if model is not None else None))
             except FuseLensError as e:
-                self.status.showMessage(f"Did each fusion pay: the toolchain's fusion_op records: {e}", 10000)
+                self.status.showMessage(f"Did each fusion pay: the toolchain's records: {e}", 10000)
 
     def select_check_row(self, row: CheckRow) -> None:
         """A predicted-vs-actual row was clicked: its original nodes (else FuseLens's node) become the selection."""

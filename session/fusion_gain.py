@@ -449,9 +449,10 @@ def format_gains(report: GainReport, *, shown: int = 12) -> list[str]:
 
 
 # ---- profiles: two of them, and the toolchain's records beside them ---------------------------------------
-def toolchain_records(path: str | os.PathLike[str]) -> dict[str, tuple[str, ...]] | None:
-    """The fused op -> original ops map of the fusion_op_*.csv files under a results folder (its fused side's
-    when it holds original/ and fused/), None when there are none."""
+def toolchain_records(path: str | os.PathLike[str], original: Graph | None = None) -> dict[str, tuple[str, ...]] | None:
+    """The toolchain's fused op -> original ops map from a results folder (its fused side's when it holds
+    original/ and fused/): the fusion_op_*.csv rows, then, with the model, the fused ops of the last GE dump
+    stage of its graph that fusion_op does not list (`_datadump_original_op_names`); None when neither is there."""
     from fuselens.core.measure.msprof import find_profile_files, read_fusion_op
 
     folder = Path(path)
@@ -460,7 +461,25 @@ def toolchain_records(path: str | os.PathLike[str]) -> dict[str, tuple[str, ...]
     if not folder.is_dir():
         return None
     files = find_profile_files(folder)["fusion_op"]
-    return fusion_op_map(r for f in files for r in read_fusion_op(f)) if files else None
+    found = fusion_op_map(r for f in files for r in read_fusion_op(f))
+    dumped = dump_records(folder, original) if original is not None else {}
+    found.update({fused: originals for fused, originals in dumped.items() if fused not in found})
+    return found if files or dumped else None
+
+
+def dump_records(folder: Path, original: Graph) -> dict[str, tuple[str, ...]]:
+    """Fused op -> original ops of the last dump stage of the graph that is `original` (empty without dumps)."""
+    from fuselens.core.ascend.ge.provenance import provenance_table
+    from fuselens.core.ascend.ge.stages import scan_dump_folder
+    from fuselens.session.npu_check.evidence import pick_stage
+
+    try:
+        chosen = pick_stage(scan_dump_folder(folder), original, None, [])
+    except FuseLensError:
+        return {}  # no dumps came back: they are optional
+    if chosen is None:
+        return {}
+    return {name: record.original_names for name, record in provenance_table(chosen[1]).items() if record.fused}
 
 
 def paired_profiles(baseline: str | os.PathLike[str], fused: str | os.PathLike[str],

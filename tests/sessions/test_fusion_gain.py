@@ -24,6 +24,7 @@ from fuselens.session.fusion_gain import (
     fusion_gains,
     fusion_op_map,
     run_gains,
+    toolchain_records,
 )
 from fuselens.session.run_workflow import RunSettings, run_both, run_request
 
@@ -222,3 +223,22 @@ def test_fuselens_run_prints_and_writes_the_gains(capsys):
     assert cli_main(["run", "demo", "--steps", "2", "--warmup", "1"]) == 0
     text = capsys.readouterr().out
     assert "did each fusion pay? 5 of 5 fusions measured" in text and "StopGradient" in text
+
+
+def test_the_toolchains_records_come_from_fusion_op_then_the_last_dump_stage(tmp_path, load_sample):
+    """tests/npu_artifacts.py writes what an NPU run of demo leaves (dumps with GE's provenance, fusion_op)."""
+    from tests.npu_artifacts import write_npu_run
+
+    original = load_sample("demo")
+    root = write_npu_run(tmp_path / "run", run_pipeline(original))
+    with_fusion_op = toolchain_records(root)
+    assert with_fusion_op["autofuse_pointwise_2_Abs_Sigmoid_Sub_Relu_Exp"] == (
+        "head/abs", "head/sigmoid", "sub", "head/relu", "head/exp")
+    for path in root.rglob("fusion_op_*.csv"):
+        path.unlink()
+    assert toolchain_records(root) is None  # no fusion_op, and the dumps need the model to pick the graph
+    from_dumps = toolchain_records(root, original)
+    assert from_dumps == with_fusion_op and from_dumps["stem/conv"] == ("stem/conv", "stem/bn")
+    for path in root.rglob("ge_*"):
+        path.unlink()
+    assert toolchain_records(root, original) is None
