@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 # unary-op composition and the LayerNorm the runner builds (core/runtime/layer_norm.py).
 COMPOSED_KERNELS = ("_Fused", "_MklFused", "_MklNativeFused", "_MklLayerNorm", "_UnaryOpsComposition")
 PROVENANCE = "provenance"  # the rows' sources: FuseLens's own fusions, the toolchain's records
-FUSION_OP = "fusion_op"
+TOOLCHAIN = "toolchain"
 
 
 def is_composed(kernel_op: str, node_op: str) -> bool:
@@ -64,7 +64,7 @@ class FusionGain:
     """One fusion (or a group of fusions sharing kernels): its kernels' time per step on both sides."""
 
     label: str  # the match id, or the toolchain's fused op; a group names its first and counts the rest
-    source: str  # PROVENANCE or FUSION_OP
+    source: str  # PROVENANCE (FuseLens's own) or TOOLCHAIN (fusion_op, a dump)
     matches: tuple[str, ...]  # FuseLens match ids (PassId:anchor), in pipeline order; clicking selects the first
     fused_nodes: tuple[str, ...]  # fused-graph nodes (or the toolchain's fused op names)
     fused_kernels: tuple[str, ...]
@@ -250,7 +250,7 @@ def provenance_units(pipeline: PipelineResult) -> list[_Unit]:
 
 def toolchain_units(records: Mapping[str, Sequence[str]]) -> list[_Unit]:
     """A unit per fused op the toolchain names with its original ops (fusion_op rows, a dump's records)."""
-    return [_Unit(fused, FUSION_OP, [], [fused], list(dict.fromkeys(originals)))
+    return [_Unit(fused, TOOLCHAIN, [], [fused], list(dict.fromkeys(originals)))
             for fused, originals in records.items() if originals]
 
 

@@ -92,7 +92,7 @@ def test_demo_bundle_runs_both_sides_apart_and_comes_back_as_predicted_vs_actual
     assert cli_main(["import-profile", str(results), "--model", "demo", "--json"]) == 0
     rows = {r["label"]: r for r in json.loads(capsys.readouterr().out)["fusion_gain"]["rows"]}
     stem = rows["autofuse_pointwise_0_BiasAdd_Relu6 (+1 more)"]
-    assert stem["source"] == "fusion_op" and stem["matches"] == ["AutoFusePass:stem/relu6",
+    assert stem["source"] == "toolchain" and stem["matches"] == ["AutoFusePass:stem/relu6",
                                                                  "ConvBatchnormFusionPass:stem/bn"]
     assert (stem["baseline_us"], stem["fused_us"], stem["missing"]) == (30.0, 20.0, {})  # conv, bn, relu6 -> 2
     assert "the baseline ran it as one kernel too" in rows["encoder/LayerNorm"]["notes"][0]  # a general scope pass

@@ -17,7 +17,7 @@ from fuselens.passes.base import Match, PassResult
 from fuselens.passes.config import PassConfig
 from fuselens.passes.pipeline import PipelineResult, run_pipeline
 from fuselens.session.fusion_gain import (
-    FUSION_OP,
+    TOOLCHAIN,
     constant_nodes,
     coverage,
     format_gains,
@@ -144,7 +144,7 @@ def test_the_toolchains_fusion_op_map_without_any_graph():
                       kernel("conv_fused", "Conv2D", None, 41.0))
     report = fusion_gains(baseline, after, toolchain=fusion_op_map(records))
     assert [(r.label, r.source, r.gain_us, r.ratio) for r in report.rows] == [
-        ("conv_fused", FUSION_OP, 8.0, 1.195), ("autofuse_0_Abs_Relu", FUSION_OP, 1.5, 1.5)]
+        ("conv_fused", TOOLCHAIN, 8.0, 1.195), ("autofuse_0_Abs_Relu", TOOLCHAIN, 1.5, 1.5)]
     assert report.rows[0].missing_text() == "1 of 3 original nodes has no kernel in the baseline: gone"
     assert report.total_gain_us() == 9.5
 
