@@ -1,5 +1,6 @@
 """The run guide's "did each fusion pay?" screenshot docs/screenshots/gain_mobilenet_v2.png: mobilenet_v2 with
-the default passes run on CPU (30 steps), the gain tab shown, its biggest win clicked (selected in both panes).
+the default passes run on CPU (30 steps), the gain tab shown; its biggest win is then selected (as a click does) and
+the whole window saved beside it in a temporary folder, to look at the selection in both panes.
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python scripts/screenshot_gain.py   (or under Xvfb, DISPLAY=:99)
 """
