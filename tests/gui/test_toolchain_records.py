@@ -47,7 +47,7 @@ def test_the_file_menu_imports_a_log_then_an_om_model(qtbot, window, dialogs, mo
     next(a for a in file_menu.actions() if a.text() == "Import toolchain log…").trigger()
     qtbot.waitUntil(lambda: view.report is not before, timeout=20000)
     assert records.paths == [str(NOT_MATCHED), str(BERT_OM)]
-    assert view.report.summary.evidence == ["log", "om_json"]
+    assert view.report.summary.evidence == ["log", "om_json"] and "NPU's records (log, OM JSON)" in view.summary.text()
     shown = view.shown_rows()
     first = next(i for i, r in enumerate(shown) if r.node == LAYER_NORM)
     assert view.evidence_kind(first) == "OM JSON, log"  # the OM model shows it fused, the log says no match
