@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.fuzz import mutators as m
-from tests.fuzz.harness import Format, fuzz
-from tests.fuzz.test_fuzz import CASES, explain
+from tests.fuzz.harness import Format, fuzz, fuzz_command_line
+from tests.fuzz.test_fuzz import CASES, CLI_CASES, explain
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 
@@ -50,3 +50,11 @@ def test_fuzzed_records_load_or_give_one_line(tmp_path, name) -> None:
     assert report.cases == CASES
     assert not report.bugs, explain(report)
     assert report.outcomes["loaded"] > 0 and report.outcomes["error"] > 0, report.outcomes
+
+
+@pytest.mark.slow
+def test_fuzzed_records_on_the_command_line(tmp_path) -> None:
+    reports = fuzz_command_line(list(FORMATS.values()), CLI_CASES, tmp_path, seed=1)
+    for report in reports.values():
+        assert report.cli_cases == CLI_CASES
+        assert not report.bugs, explain(report)
