@@ -89,6 +89,13 @@ class _BackendProbe:
                 return
         deliver(self.statuses)
 
+    def wait(self, timeout_s: float) -> None:
+        """Block until a started probe has ended (it ends on its own, within the probe's timeout): the
+        chaos check counts what outlives a window, and the probe is the process's, not a window's."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout_s)
+
     def _probe(self) -> None:
         from fuselens.core.runtime.backend_probe import probe_backends
 
