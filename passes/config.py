@@ -31,7 +31,13 @@ from fuselens.passes.autofuse.autofuse_pass import AutoFusePass
 from fuselens.passes.autofuse.flags import AutofuseFlags, parse_autofuse_flags
 from fuselens.passes.base import FusionPass
 from fuselens.passes.ge_python.engine import pass_classes
-from fuselens.passes.ge_python.loader import ENV_PASS_PATH, PassLoad, load_pass_files, pass_path_entries
+from fuselens.passes.ge_python.loader import (
+    ENV_PASS_PATH,
+    PassLoad,
+    describe_load_errors,
+    load_pass_files,
+    pass_path_entries,
+)
 from fuselens.passes.registry import catalog as builtin_catalog
 from fuselens.passes.registry import find_pass, pass_order
 from fuselens.passes.scope.user_rules import UserRule, catalog_with_rules, load_rule_file
@@ -86,6 +92,8 @@ class PassConfig:
         py_passes = [*pass_path_entries(os.environ.get(ENV_PASS_PATH, "")), *(getattr(args, "py_pass", None) or [])]
         if py_passes:
             config = config.with_py_passes(py_passes)
+            if config.py_pass_load.errors:
+                raise FuseLensError(describe_load_errors(config.py_pass_load))
         if getattr(args, "switch_file", None):
             config = config.with_switch_file(args.switch_file)
         if getattr(args, "enable_scope_passes", None):

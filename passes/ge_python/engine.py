@@ -331,6 +331,31 @@ def _partial_near_miss(pass_id: str, pattern: Pattern, partial: Partial) -> Near
                     dict(partial.bound))
 
 
+def describe_patterns(registered: RegisteredPass) -> tuple[list[str], list[UserCodeError]]:
+    """A pattern pass's patterns as expressions from their outputs (`name: Add_0(MatMulV2_0(Data_0, Data_1),
+    Data_2)`), or a decompose pass's op types; the user's errors on the way."""
+    if registered.kind == DECOMPOSE:
+        return [f"op types: {', '.join(registered.op_types)}"], []
+    if registered.kind == FUSION_BASE:
+        return ["run(graph, context) over the whole graph"], []
+    attrs = {"id": registered.name, "registered": registered, "roots": (str(Path(registered.source).resolve()),)}
+    cls = type(f"Describe_{registered.class_name}", (GePythonPass,), attrs)
+    result = GePassResult(registered.name)
+    with ge_importable():
+        instance = cls()._instance(result)
+        patterns = cls()._patterns(instance, result) if instance is not None else []
+    return [f"{p.graph.name}: {', '.join(_expression(t.node) for t in p.graph.outputs)}" for p in patterns], \
+        result.user_errors
+
+
+def _expression(node: Any) -> str:
+    if node.is_data:
+        return f"input{node.index}"
+    if node.is_const:
+        return f"Const({' '.join(str(node.value).split())})"
+    return f"{node.op_type}({', '.join(_expression(t.node) for t in node.inputs)})"
+
+
 def pass_classes(load: PassLoad) -> list[type[GePythonPass]]:
     """One FuseLens pass class per registered pass, under its registered name, in its stage's place."""
     classes = []
