@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from fuselens.passes.config import PassConfig
 from fuselens.passes.ge_python.api.builder import GraphBuilder
 from fuselens.passes.ge_python.api.hooks import PatternFusionPass, pattern
 from fuselens.passes.ge_python.api.missing import UnsupportedGeApi
-from fuselens.passes.config import PassConfig
 from fuselens.passes.ge_python.proof import prove
 from fuselens.passes.pipeline import run_pipeline
 from tests.passes.ge_python_check import SAMPLE, ge_result, run_files, write_pass
@@ -27,7 +27,7 @@ def test_overriding_run_or_mixing_styles_is_a_type_error():
 
 def test_inputs_refuse_iteration_and_unknown_apis_are_named():
     builder = GraphBuilder("g")
-    with pytest.raises(UnsupportedGeApi, match="GraphBuilder.set_graph_attr_int64 is not provided"):
+    with pytest.raises(UnsupportedGeApi, match=r"GraphBuilder\.set_graph_attr_int64 is not provided"):
         builder.set_graph_attr_int64("k", 1)
     from fuselens.passes.ge_python.api.builder import PatternInputs
 

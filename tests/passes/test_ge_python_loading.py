@@ -137,7 +137,7 @@ def test_a_real_ge_is_set_aside_and_named(tmp_path, monkeypatch, load_sample):
     real.mkdir(parents=True)
     (real / "__init__.py").write_text("REAL = True\n")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    import ge as real_ge  # noqa: PLC0415  (the installation a user may have)
+    import ge as real_ge
 
     load = load_pass_files([GEMM_EXPRESSION])
     assert load.errors == [] and load.real_ge == str(real)
