@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "fuselens.cli.log_cmd": ("import-log",),
     "fuselens.cli.hosts_cmd": ("hosts", "runs"),
     "fuselens.cli.debug_cmd": ("bisect", "diff-config"),
+    "fuselens.cli.py_pass_cmd": ("py-pass",),
 }
 
 
