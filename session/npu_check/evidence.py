@@ -14,7 +14,8 @@ from fuselens.core.ascend.ge.fusion_result import FusionResult, read_fusion_resu
 from fuselens.core.ascend.ge.stages import DumpFolder, Stage, scan_dump_folder
 from fuselens.core.errors import FuseLensError
 from fuselens.core.graph import Graph
-from fuselens.core.measure.msprof import FusionOpRecord, find_profile_files, read_fusion_op
+from fuselens.core.measure.msprof import find_profile_files
+from fuselens.core.measure.msprof.fusion_op import FusionOpRecord, read_fusion_op
 from fuselens.core.measure.result import GraphRun
 
 

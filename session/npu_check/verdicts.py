@@ -8,7 +8,7 @@ from typing import Any
 
 from fuselens.core.ascend.ge.provenance import ToolchainProvenance
 from fuselens.core.graph import Graph
-from fuselens.core.measure.msprof import FusionOpRecord
+from fuselens.core.measure.msprof.fusion_op import FusionOpRecord
 from fuselens.core.measure.profile import NodeMapper
 from fuselens.core.measure.result import GraphRun, KernelStat
 from fuselens.session.npu_check.finding import FOUND, NOT_FOUND, UNKNOWN, Finding
