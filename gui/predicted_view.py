@@ -1,4 +1,5 @@
-"""The run dock's "Predicted vs actual" tab: FuseLens's predictions set against what the NPU toolchain did.
+"""The run dock's "Predicted vs actual" tab: FuseLens's predictions set against what the NPU toolchain did,
+each row saying the kinds of record it rests on (its "From" column: profile, dump, OM JSON, log, ...).
 
 The rows come from gui/predicted_rows.py (`check_rows` of session/npu_check's report): this view shows
 them, filters them by status and hands a clicked row to the dock, which turns it into the window's shared selection.
@@ -17,7 +18,8 @@ from fuselens.gui.predicted_rows import AGREED, DIFFERENT, EXTRA, MISSING, NO_EV
 if TYPE_CHECKING:
     from fuselens.session.npu_check import CheckReport
 
-COLUMNS = ("Status", "Pass", "FuseLens node", "Original nodes", "Toolchain", "NPU µs/step", "Evidence")
+COLUMNS = ("Status", "Pass", "FuseLens node", "Original nodes", "Toolchain", "NPU µs/step", "From", "Evidence")
+FROM_COLUMN = COLUMNS.index("From")
 STATUS_COLOURS = {AGREED: "#d7f0d2", MISSING: "#f6d0cc", DIFFERENT: "#fbe3bf", EXTRA: "#d6e4f5",
                   NO_EVIDENCE: "#e6e6e6"}
 ROW = Qt.ItemDataRole.UserRole + 1  # the CheckRow's index, kept on the status cell
@@ -100,9 +102,10 @@ class PredictedView(QWidget):
         time = QStandardItem()  # a number, so the column sorts by time
         if row.time_us is not None:
             time.setData(round(row.time_us, 1), Qt.ItemDataRole.DisplayRole)
-        node = row.node or {"pass count": "(pass counts)", "toolchain": "(none)"}.get(row.kind, "")
+        node = row.node or {"pass count": "(pass counts)", "toolchain": "(none)", "log": "(the log)"}.get(row.kind, "")
         texts = (row.status, row.pass_id, node, ", ".join(row.originals), row.toolchain)
-        items = [QStandardItem(text) for text in texts] + [time, QStandardItem(row.detail)]
+        items = [QStandardItem(text) for text in texts] + [time, QStandardItem(", ".join(row.kinds)),
+                                                             QStandardItem(row.detail)]
         items[0].setData(index, ROW)
         items[0].setBackground(QBrush(QColor(STATUS_COLOURS[row.status])))
         for item in items:
@@ -116,6 +119,10 @@ class PredictedView(QWidget):
         index = self.status_filter.findData(status)
         if index >= 0 and index != self.status_filter.currentIndex():
             self.status_filter.setCurrentIndex(index)
+
+    def evidence_kind(self, position: int) -> str:
+        """The "From" cell of the shown row at `position`: the kinds of record it rests on."""
+        return str(self.proxy.index(position, FROM_COLUMN).data() or "")
 
     def shown_rows(self) -> list[CheckRow]:
         """The rows the filter lets through, in the table's order."""

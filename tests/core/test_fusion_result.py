@@ -57,8 +57,8 @@ def test_written_ledgers_are_fe_shaped_and_read_back(tmp_path):
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ('{"graphs": []}', r"line 1: not a fusion_result.json in either form .* found graphs"),
-    ('[1, 2]', r"line 1: not a fusion_result.json in either form .* found list"),
+    ('{"graphs": []}', r"line 1: an object with keys graphs: not a fusion_result.json \(expected graphs keyed"),
+    ('[1, 2]', r"line 1: a JSON list of 2 numbers: not a fusion_result.json \(expected"),
     ('{\n  "session_and_graph_id_0_0": {\n    "graph_fusion": {\n      "P": {"match_times": "x", "effect_times": "1"}',
      r"line 4, column 53: not valid JSON"),
     ('{\n  "session_and_graph_id_0_0": {\n    "graph_fusion": {\n      "P": {"match_times": "two", '

@@ -113,12 +113,13 @@ def recognises(head: bytes) -> bool:
 
 
 def sniff_format(path: str | os.PathLike[str]) -> str | None:
-    """ge_proto | ge_onnx when the file looks like a GE dump (by name, else by its first 64 KiB), else None."""
+    """ge_proto | ge_onnx when the file is a GE dump by its name, else by its first 64 KiB (any name: users
+    rename dumps), else None."""
     path = Path(path)
     named = _DUMP_NAME.match(path.name)
     if named:
         return GE_ONNX if named.group(1) == "onnx" else GE_PROTO
-    if not path.is_file() or path.suffix not in (".txt", ".pbtxt"):
+    if not path.is_file():
         return None
     try:
         with open(path, "rb") as f:
