@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
+from fuselens.core.ascend import om_json, toolchain_log
 from fuselens.core.ascend.ge import dump, fusion_result
 from fuselens.core.errors import FuseLensError
 from fuselens.core.formats import switch_file
@@ -45,7 +46,9 @@ KINDS: tuple[Kind, ...] = (
          "import-profile"),
     Kind("fusion_result", "a fusion_result.json", fusion_result.recognises, "ledger"),
     Kind("ge_dump", "a GE graph dump", dump.recognises, "inspect"),
+    Kind("om_json", "an OM model as JSON (atc --mode=1)", om_json.recognises, "import-log"),
     Kind("switch_file", "a fusion switch file", switch_file.recognises, "fuse --switch-file"),
+    Kind("toolchain_log", "a toolchain log (plog / host log)", toolchain_log.recognises, "import-log"),
 )
 BY_NAME = {kind.name: kind for kind in KINDS}
 PROFILES = frozenset({op_summary.KIND, kernel_details.KIND, op_statistic.KIND, task_time.KIND, fusion_op.KIND,

@@ -1,7 +1,6 @@
 """The profile corpus (tests/corpus/profiles/, written from what real msprof and torch_npu runs left
 behind): every column scheme and cell quirk reads to the expected kernels or per-type totals, under the
-toolchain's name and under any other; folders open as one run; the dispatcher tells every kind apart
-and refuses anything else in one line."""
+toolchain's name and under any other; folders open as one run (the dispatcher: test_sniff.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ import pytest
 from fuselens.core.ascend import sniff
 from fuselens.core.ascend.profile_import import import_run_file
 from fuselens.core.errors import FuseLensError
-from fuselens.core.formats.loaders import load_model
 from fuselens.core.measure.msprof import find_profile_files, import_graph_run
 from fuselens.core.measure.msprof.fusion_op import read_fusion_op
 from fuselens.core.measure.msprof.kernel_details import read_kernel_details
@@ -22,7 +20,6 @@ from fuselens.core.measure.msprof.task_time import read_task_time
 from fuselens.core.measure.msprof.timeline import read_timeline
 from fuselens.core.measure.profile_csv import clean, header_of, number
 from fuselens.core.measure.result import GraphRun, RunResult
-from tests import npu_artifacts as npu
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "profiles"
 MATMUL, GELU = "aclnnMatmul_MatMulCommon_MatMulV2", "aclnnGelu_GeluAiCore_Gelu"
@@ -167,47 +164,6 @@ def test_a_torch_npu_folder_opens_as_one_run(tmp_path):
     renamed(out.parent / "PROF_000001_20250109120000000_ABCDEFGHIJ" / "mindstudio_profiler_output",
             "op_summary_20250109120000.csv", "op_summary_20250109120000.csv")
     assert kernels(import_graph_run(out.parent)) == MSPROF_KERNELS
-
-
-def test_the_dispatcher_tells_every_kind_apart(tmp_path):
-    ops = npu.ge_ops(load_model("conv_bn").graph)
-    samples = {
-        "ge_dump": npu.ge_proto_text(ops).encode(),
-        "fusion_result": npu.fusion_result_text({"0_0": {"ConvBatchnormFusionPass": (1, 1)}}).encode(),
-        "switch_file": b'{"Switch": {"GraphFusion": {"ALL": "off"}}}\n',
-        "run_file": import_run_file(CORPUS / "op_summary_2023.csv").save(tmp_path / "run.json").read_bytes(),
-    }
-    samples["line form"] = b"ConvBatchnormFusionPass:off\r\nAutoFusePass:on"  # CRLF, no final newline
-    heads = {name: (CORPUS / name).read_bytes() for name in [*TIMED, *STATISTICS]} | samples
-    for name, head in heads.items():
-        found = [kind.name for kind in sniff.KINDS if kind.recognises(head)]
-        expected = TIMED[name][0] if name in TIMED else "op_statistic" if name in STATISTICS else \
-            "switch_file" if name.startswith("line") else name
-        assert found == [expected], name
-    assert sniff.kind_of(b"null") == "fusion_result"
-
-
-@pytest.mark.parametrize(("content", "message"), [
-    (b"Foo,Bar\n1,2\n", "a CSV with columns Foo, Bar: not a profile FuseLens reads (expected op_summary, "
-                        "op_statistic, task_time, kernel_details or fusion_op columns)"),
-    (b"Device_id,API Name,Time(us),Count,Avg(us),Min(us),Max(us),Variance\n0,aclnnAdd,1,1,1,1,1,0\n",
-     "a CSV with columns Device_id, API Name, Time(us), Count, Avg(us), Min(us), Max(us), Variance: not a profile"),
-    (b"", "an empty file: not a FuseLens run file or a profile"),
-    (b"\x89PNG\r\n\x1a\n\x00\x00", "binary data (not text): not a FuseLens run file or a profile"),
-    (b'{"model": 3}', "a JSON object with keys model: not a FuseLens run file or a profile"),
-    (b'[{"a": 1}, {"b": 2}, {"a": 3}]', "a JSON list of 3 objects with keys a, b: not a FuseLens run file"),
-    (b"[INFO] GE(1234,python):2020-01-01 boot\n", "a text file starting '[INFO] GE(1234,python):2020-01-01 boot'"),
-    (b'{"Switch": {"GraphFusion": {}}}', "a fusion switch file, not a FuseLens run file or a profile "
-                                         "(`fuselens fuse --switch-file` reads it)"),
-    (b"null", "a fusion_result.json, not a FuseLens run file or a profile (`fuselens ledger` reads it)"),
-])
-def test_refusals_are_one_line_saying_what_the_file_looked_like(tmp_path, content, message):
-    path = tmp_path / "op_summary_0_1.csv"  # the name promises a profile: only the content counts
-    path.write_bytes(content)
-    with pytest.raises(FuseLensError) as caught:
-        import_run_file(path)
-    text = str(caught.value)
-    assert text.startswith(f"{path}: ") and message in text and "\n" not in text
 
 
 def test_the_csv_layer():

@@ -445,8 +445,10 @@ def _profile_corpus_seeds(work: Path) -> list[tuple[str, bytes]]:
 def _every_kind_seeds(work: Path) -> list[tuple[str, bytes]]:
     """A file of every kind the dispatcher tells apart, each named `input.bin`."""
     npu = _npu_files(work)
+    toolchain = [(p.name, p.read_bytes()) for folder in ("logs", "om_json")
+                 for p in sorted((PROFILE_CORPUS.parent / folder).iterdir())]
     files = [*_profile_corpus_seeds(work), *npu["ge_dump"], *npu["fusion_result"], *SWITCH_SEEDS,
-             *_run_file_seeds(work)]
+             *_run_file_seeds(work), *toolchain]
     return [("input.bin", data) for _, data in files]
 
 
