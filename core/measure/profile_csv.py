@@ -125,8 +125,10 @@ class Table:
         return found
 
 
-def read_table(path: str | os.PathLike[str], aliases: dict[str, str] | None = None) -> Table:
-    """A CSV file as a Table, every column renamed through `aliases` (a scheme's names -> the reader's).
+def read_table(path: str | os.PathLike[str], aliases: dict[str, str] | None = None,
+               required: Sequence[str] = ()) -> Table:
+    """A CSV file as a Table, every column renamed through `aliases` (a scheme's names -> the reader's);
+    a `required` column missing from the header is a one-line error naming it.
 
     A row one cell short of the header gets an empty last cell (msprof leaves a trailing metric out);
     empty cells past the header (a trailing comma) are dropped; any other count is an error.
@@ -162,7 +164,10 @@ def read_table(path: str | os.PathLike[str], aliases: dict[str, str] | None = No
         if len(row) != len(header):
             raise FuseLensError(f"{where}: {len(row)} cells, the header has {len(header)}")
         table.append(Row(line, where, dict(zip(header, row))))
-    return Table(path, tuple(header), tuple(table))
+    found = Table(path, tuple(header), tuple(table))
+    for column in required:
+        found.need(column)
+    return found
 
 
 def _rows(reader: Any, path: Path) -> Iterator[tuple[int, list[str]]]:

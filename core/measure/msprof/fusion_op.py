@@ -34,9 +34,7 @@ def recognises(head: bytes) -> bool:
 
 def read_fusion_op(path: str | os.PathLike[str]) -> list[FusionOpRecord]:
     """fusion_op rows; `Original Ops` is `;`-separated (older exports used `,`)."""
-    table = read_table(path)
-    for column in REQUIRED:
-        table.need(column)
+    table = read_table(path, required=REQUIRED)
     records = []
     for row in table.rows:
         fused = row.text("Fusion Op")
@@ -44,6 +42,6 @@ def read_fusion_op(path: str | os.PathLike[str]) -> list[FusionOpRecord]:
             raise FuseLensError(f"{row.where}: empty 'Fusion Op'")
         originals = tuple(o.strip() for o in (row.text("Original Ops") or "").replace(",", ";").split(";")
                           if o.strip())
-        total = row.number("Memory Total(KB)") if "Memory Total(KB)" in table.header else None
-        records.append(FusionOpRecord(row.line, row.text("Model Name") or "", fused, originals, total))
+        records.append(FusionOpRecord(row.line, row.text("Model Name") or "", fused, originals,
+                                      row.number("Memory Total(KB)")))
     return records

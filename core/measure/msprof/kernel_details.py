@@ -19,9 +19,9 @@ COLUMNS = {"Name": "Op Name", "Type": "OP Type", "Accelerator Core": "Task Type"
 
 def recognises(head: bytes) -> bool:
     """A CSV header with `Name`, `Type`, `Start Time(us)` and `Duration(us)` (and no `Op Name`)."""
-    header = header_of(head)
-    return has_columns(header, ("Name",), ("Type",), ("Start Time(us)",), ("Duration(us)",)) \
-        and "Op Name" not in header  # type: ignore[operator]
+    header = header_of(head) or ()
+    return "Op Name" not in header and has_columns(header, ("Name",), ("Type",), ("Start Time(us)",),
+                                                   ("Duration(us)",))
 
 
 def read_kernel_details(path: str | os.PathLike[str]) -> list[OpRecord]:

@@ -20,15 +20,13 @@ SOURCE = "msprof op_statistic"
 
 def recognises(head: bytes) -> bool:
     """A CSV header with `OP Type`, `Count` and `Total Time(us)` and no per-kernel `Op Name`."""
-    header = header_of(head)
-    return has_columns(header, *((c,) for c in REQUIRED)) and "Op Name" not in header  # type: ignore[operator]
+    header = header_of(head) or ()
+    return "Op Name" not in header and has_columns(header, *((c,) for c in REQUIRED))
 
 
 def read_op_statistic(path: str | os.PathLike[str], label: str = "imported") -> GraphRun:
     """op_statistic rows (one per op type and core type) as a run's per-type totals, largest first."""
-    table = read_table(path)
-    for column in REQUIRED:
-        table.need(column)
+    table = read_table(path, required=REQUIRED)
     totals = []
     for row in table.rows:
         count, total = row.number("Count"), row.number("Total Time(us)")
@@ -36,15 +34,11 @@ def read_op_statistic(path: str | os.PathLike[str], label: str = "imported") -> 
             raise FuseLensError(f"{row.where}: 'Count' and 'Total Time(us)' must be numbers")
         if count < 0 or total < 0:
             raise FuseLensError(f"{row.where}: a negative 'Count' or 'Total Time(us)'")
-        average = row.number("Avg Time(us)") if "Avg Time(us)" in table.header else None
+        average = row.number("Avg Time(us)")  # a column the file lacks reads as missing, like N/A
         totals.append(OpTypeStat(
             op_type=row.text("OP Type") or "", core_type=row.text("Core Type") or "", count=int(count),
             total_us=total, avg_us=average if average is not None else total / max(count, 1),
-            min_us=_optional(row, table.header, "Min Time(us)"), max_us=_optional(row, table.header, "Max Time(us)"),
-            ratio_pct=_optional(row, table.header, "Ratio(%)")))
+            min_us=row.number("Min Time(us)"), max_us=row.number("Max Time(us)"), ratio_pct=row.number("Ratio(%)")))
     totals.sort(key=lambda t: (-t.total_us, t.op_type, t.core_type))
     return GraphRun(label=label, steps=0, op_types=totals, source=SOURCE)
 
-
-def _optional(row, header: tuple[str, ...], column: str) -> float | None:
-    return row.number(column) if column in header else None

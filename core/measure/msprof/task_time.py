@@ -35,9 +35,7 @@ def is_kernel(task_type: str) -> bool:
 
 def read_task_time(path: str | os.PathLike[str]) -> list[OpRecord]:
     """task_time's kernel rows (name, task type, start, duration) as records; it names no op type."""
-    table = read_table(path)
-    for column in REQUIRED:
-        table.need(column)
+    table = read_table(path, required=REQUIRED)
     records = []
     for row in table.rows:
         name, task_type = row.text("kernel_name"), row.text("kernel_type") or ""
