@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from fuselens.core.graph.opclass import BORDER, CATEGORY_TITLES, PALETTE, Category
 from fuselens.core.measure.result import KernelStat, OpTypeStat, RunResult
 from fuselens.core.runtime.run_view import SIDE_OF_LABEL, Card, format_us, kernel_category, summary_cards
+from fuselens.gui.guard import safe_override
 from fuselens.session import SIDES
 
 if TYPE_CHECKING:
@@ -177,6 +178,7 @@ class _NumberItem(QTableWidgetItem):
         self.value = float("-inf") if value is None else float(value)
         self.setTextAlignment(int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter))
 
+    @safe_override(False)
     def __lt__(self, other: QTableWidgetItem) -> bool:
         return self.value < other.value if isinstance(other, _NumberItem) else super().__lt__(other)
 

@@ -128,6 +128,16 @@ def test_timelines_keep_mangled_and_hashed_names_and_only_device_kernels():
     assert len(tasks) == 4 and tasks[0].start_us == pytest.approx(1736413971558972.912)  # EVENT_WAIT left out
 
 
+def test_a_timeline_without_device_kernels_is_refused(tmp_path):
+    from fuselens.core.runtime.trace import write_chrome_trace
+
+    path = tmp_path / "trace.json"  # FuseLens's own Chrome trace of a run: TF kernels, no Ascend device
+    write_chrome_trace(import_run_file(CORPUS / "op_summary_2023.csv"), path)
+    assert sniff.sniff(path) == "timeline"
+    with pytest.raises(FuseLensError, match=r'trace.json: a trace-event timeline with no device kernels'):
+        import_run_file(path)
+
+
 def test_fusion_op_is_a_map_not_a_timing(tmp_path):
     path = renamed(tmp_path, "fusion_op_20250109120000.csv", "ops.csv")
     assert sniff.sniff(path) == "fusion_op"

@@ -76,7 +76,11 @@ def graph_run_of(kind: str, files: list[Path], label: str = "imported", graph: G
                             "give the PROF_* folder (or op_summary) to import timings")
     if kind == op_statistic.KIND:
         return op_statistic.read_op_statistic(files[0], label)
-    return graph_run_from_records(label, read_records(kind, files), graph)
+    records = read_records(kind, files)
+    if kind == timeline.KIND and not records:  # e.g. a Chrome trace of a TF run (`fuselens run --trace`)
+        raise FuseLensError(f"{files[0]}: a trace-event timeline with no device kernels (msprof's and torch_npu's "
+                            f"are the tasks of the \"{timeline.HARDWARE_PROCESS}\" process)")
+    return graph_run_from_records(label, records, graph)
 
 
 def import_graph_run(path: str | os.PathLike[str], label: str = "imported", graph: Graph | None = None) -> GraphRun:
