@@ -14,6 +14,7 @@ from PySide6.QtGui import QBrush, QColor, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
 
 from fuselens.gui.predicted_rows import AGREED, DIFFERENT, EXTRA, MISSING, NO_EVIDENCE, STATUSES, CheckRow, check_rows
+from fuselens.session.npu_check.finding import source_label
 
 if TYPE_CHECKING:
     from fuselens.session.npu_check import CheckReport
@@ -91,7 +92,7 @@ class PredictedView(QWidget):
             self.summary.setText("no NPU run shown")
             return
         s = report.summary
-        evidence = ", ".join(s.evidence) or "none"
+        evidence = ", ".join(source_label(kind) for kind in s.evidence) or "none"
         text = (f"{report.model}: {s.predicted} predicted fusions set against the NPU's records ({evidence}); "
                 f"{len(self.check)} rows: " + ", ".join(f"{counts[status]} {status}" for status in STATUSES
                                                         if counts[status]))

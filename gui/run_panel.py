@@ -454,9 +454,11 @@ def install_run_panel(host: PanelHost) -> RunPanel:
                      fuse=host.tensorflow.fuse)
     from fuselens.gui.remote_run import install_remote_runs
     from fuselens.gui.run_files import RunFiles
+    from fuselens.gui.toolchain_records import install_toolchain_records
 
     panel.remote = install_remote_runs(panel)
     panel.files = RunFiles(panel, host.tensorflow)
+    install_toolchain_records(panel, host.menu("&File"))
     dock = host.add_bottom_dock(panel, DOCK_TITLE)
     host.layout_done.connect(panel.heat.on_layout)
 

@@ -129,7 +129,7 @@ class StagesPanel(QWidget):
             self.open_folder(path)
 
     def open_folder(self, path: str) -> None:
-        """Scan a dump folder (files named ge_proto_* / ge_onnx_*) off the GUI thread."""
+        """Scan a dump folder (files named ge_proto_* / ge_onnx_*, or dumps by their content) off the GUI thread."""
         self.status.showMessage(f"Scanning {path} for GE dumps…")
         from fuselens.core.ascend.ge.stages import (
             scan_dump_folder,  # the GE dump readers are imported when a folder is opened

@@ -4,8 +4,9 @@ GE writes the model's protobuf (ge_ir.proto's ModelDef) as JSON: a `graph` list 
 list; each op's `attr` is a list of `{"key": ..., "value": ...}` entries (a protobuf map). A value is an
 AttrDef: a string `{"s": "TbeConvDoubleInFusionPass"}`, a list `{"list": {"s": [...], "val_type": 1}}`
 (an empty list keeps only `val_type`), or, in the tools that re-key it by name, `{"type": "LIST_STRING",
-"value": [...]}`. A fused op names the passes that made it in `pass_name` (a list: graph fusion appends)
-and `pass_name_ub` (a string: UB fusion), and the original ops it stands for in
+"value": [...]}`; newer writers C-escape those strings (protobuf's CEscape: octal escapes for non-ASCII
+bytes), which is undone here. A fused op names the passes that made it in `pass_name` (a list: graph fusion
+appends) and `pass_name_ub` (a string: UB fusion), and the original ops it stands for in
 `_datadump_original_op_names`: the same provenance a GE `Build` dump carries (core/ascend/ge/provenance.py).
 """
 
@@ -31,6 +32,12 @@ from fuselens.core.wording import shown
 
 HEAD_BYTES = 64 * 1024
 GRAPH_LIST = re.compile(r'"graph"\s*:\s*\[\s*(?:\{|\])')
+# GE's Pb2Json sorts keys, so a model's own `attr` list comes first; when it fills the first 64 KiB, that is
+# all there is to see.
+ATTR_LIST_FIRST = re.compile(r'^\{\s*"attr"\s*:\s*\[\s*\{\s*"key"\s*:')
+# Newer Pb2Json writes a bytes field (AttrDef's `s`) through protobuf's CEscape: octal escapes, \' \" \\ \n ...
+C_ESCAPE = re.compile(r"\\([0-7]{1,3}|[\\'\"nrt])")
+C_LETTERS = {"n": 10, "r": 13, "t": 9}
 WANTED = (PASS_NAME_ATTR, PASS_NAME_UB_ATTR, ORIGINAL_NAMES_ATTR, ORIGINAL_TYPES_ATTR)
 
 
@@ -80,7 +87,7 @@ class OmModel:
 def recognises(head: bytes) -> bool:
     """The first bytes (up to 64 KiB) are an OM model as JSON: a JSON object holding a `graph` list of objects."""
     text = head[:HEAD_BYTES].decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
-    return text.startswith("{") and GRAPH_LIST.search(text) is not None
+    return text.startswith("{") and (GRAPH_LIST.search(text) is not None or ATTR_LIST_FIRST.match(text) is not None)
 
 
 def read_om_json(path: str | os.PathLike[str]) -> OmModel:
@@ -148,15 +155,29 @@ def _attrs(attr: Any) -> dict[str, tuple[str, ...]]:
 def _strings(value: Any, depth: int = 0) -> tuple[str, ...]:
     """An AttrDef's string or string list, in any of the encodings above; () for anything else."""
     if isinstance(value, str):
-        return (value,) if value else ()
+        return (_unescaped(value),) if value else ()
     if isinstance(value, list):
-        return tuple(v for v in value if isinstance(v, str) and v)
+        return tuple(_unescaped(v) for v in value if isinstance(v, str) and v)
     if not isinstance(value, Mapping) or depth > 2:
         return ()
     for key in ("s", "list", "value"):
         if key in value:
             return _strings(value[key], depth + 1)
     return ()
+
+
+def _unescaped(text: str) -> str:
+    """A CEscape'd string as it was ("a\\'b" -> "a'b", "\\303\\251" -> "é"); others as they are."""
+    if "\\" not in text:
+        return text
+    out, last = bytearray(), 0
+    for m in C_ESCAPE.finditer(text):
+        code = m[1]
+        out += text[last:m.start()].encode("utf-8")
+        out.append((int(code, 8) if code[0] in "01234567" else C_LETTERS.get(code, ord(code))) & 0xFF)
+        last = m.end()
+    out += text[last:].encode("utf-8", "replace")
+    return out.decode("utf-8", "replace")
 
 
 def _text(value: Any) -> str:

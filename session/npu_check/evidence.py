@@ -77,15 +77,28 @@ def gather_evidence(folder: str | os.PathLike[str] | None = None, *, run: GraphR
     if evidence.dumps is not None:
         evidence.sources["dumps"] = str(evidence.dumps.path)
     found_logs, found_models = _records_by_content(root) if root is not None and root.is_dir() else ([], [])
-    if om_model is None and found_models:
-        if len(found_models) > 1:
-            evidence.notes.append(f"{len(found_models)} OM models as JSON under {root}; read {found_models[0]}")
-        om_model = found_models[0]
     if om_model is not None:
         evidence.om_model = read_om_json(om_model)
         evidence.sources["om_json"] = str(om_model)
+    elif found_models:
+        _add_model(evidence, found_models, f"under {root}", strict=False)
     add_logs(evidence, list(logs) or found_logs)
     return evidence
+
+
+def _add_model(evidence: NpuEvidence, models: Sequence[Path], where: str, *, strict: bool) -> None:
+    """The first of the OM models as JSON; not `strict` (found in a folder brought back for other records), one
+    that does not read is a note, not a failure."""
+    if len(models) > 1:
+        evidence.notes.append(f"{len(models)} OM models as JSON {where}; read {models[0]}")
+    try:
+        evidence.om_model = read_om_json(models[0])
+    except FuseLensError as e:
+        if strict:
+            raise
+        evidence.notes.append(str(e))
+        return
+    evidence.sources["om_json"] = str(models[0])
 
 
 def add_logs(evidence: NpuEvidence, paths: Sequence[str | os.PathLike[str]]) -> None:
@@ -125,10 +138,7 @@ def records_evidence(paths: Sequence[str | os.PathLike[str]]) -> NpuEvidence:
             logs.append(path)
     evidence = NpuEvidence()
     if models:
-        if len(models) > 1:
-            evidence.notes.append(f"{len(models)} OM models as JSON given; read {models[0]}")
-        evidence.om_model = read_om_json(models[0])
-        evidence.sources["om_json"] = str(models[0])
+        _add_model(evidence, models, "given", strict=True)  # named or found, the user asked for these records
     add_logs(evidence, logs)
     return evidence
 

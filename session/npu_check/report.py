@@ -135,7 +135,8 @@ def check_prediction(pipeline: PipelineResult, evidence: NpuEvidence, *, model: 
             records.append(("dump", chosen.label, table, {n: dump_graph.op_type(n) for n in dump_graph.nodes}))
             sources["dump_stage"] = f"{chosen.label} ({chosen.file.path.name})"
     if evidence.om_model is not None:
-        records.append(("om_json", "OM JSON", evidence.om_model.table(), evidence.om_model.op_types()))
+        records.append(("om_json", Path(evidence.om_model.source).name, evidence.om_model.table(),
+                        evidence.om_model.op_types()))
     rows = []
     all_predictions = predictions(pipeline, amct_before_ge=evidence.amct_before_ge)
     for p in all_predictions:

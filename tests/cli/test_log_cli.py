@@ -4,12 +4,16 @@ set against FuseLens's prediction for a sample; bad input is one line and exit 2
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from fuselens.cli import LIGHT_COMMANDS
 from fuselens.cli import main as cli_main
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "corpus"
 NOT_MATCHED = CORPUS / "logs" / "plog-4913_20201105095233.log"
 BERT_OM = CORPUS / "om_json" / "bert_layernorm_one_fused.json"
 
@@ -74,3 +78,13 @@ def test_bad_input_is_one_line(capsys, tmp_path) -> None:
     for bad in (CORPUS / "logs" / "not_a_log.csv", tmp_path / "missing.log", tmp_path):
         code, out, err = run_cli(capsys, "import-log", bad)
         assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and str(bad) in err
+
+
+def test_import_log_with_a_model_never_imports_tensorflow() -> None:
+    driver = ("import io, contextlib, sys\nfrom fuselens.cli import main\n"
+              "with contextlib.redirect_stdout(io.StringIO()):\n"
+              f"    code = main(['import-log', {str(CORPUS / 'logs')!r}, '--model', 'bert_layernorm'])\n"
+              "print(code, 'tensorflow' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", driver], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.stdout.split() == ["0", "False"], done.stderr[-2000:]

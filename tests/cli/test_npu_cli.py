@@ -227,7 +227,7 @@ def test_stages_reads_dumps_in_every_name_form(capsys):
     lines = out.splitlines()
     assert lines[0].endswith("10 stages in 4 graphs")
     assert [line for line in lines if not line.startswith(" ")][1:] == [
-        "current graph 11:", "five_digits graph (no id: old GE):", "no_graph_part graph (no id: old GE):",
-        "renamed graph (no id: old GE):"]
+        "current graph 11:", "five_digits graph (no id: old GE):", "no_graph_part graph (no id in the file names):",
+        "renamed graph (no id in the file names):"]
     assert lines[6].split()[:4] == ["56", "Build", "proto", "5"]
     assert lines[-1].split()[:4] == ["-", "final", "onnx", "5"]

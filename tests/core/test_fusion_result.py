@@ -105,6 +105,7 @@ def test_comparison_rules():
     (b'{"Switch": {"GraphFusion": {"ALL": "on"}}}', False),  # a fusion switch file
     (b'[{"name": "Conv2D", "ts": "12.5"}]', False), (b"Op Name,OP Type\n", False), (b"", False),
     (b"nullx", False), (b'"graph_fusion"', False),
+    (b'{"sources": {"fusion_result_graph": "session_and_graph_id_0_0"}, "ledger": []}', False),  # a check report
 ])
 def test_recognises_decides_from_the_head_alone(head, expected):
     assert recognises(head) is expected

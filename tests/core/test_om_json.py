@@ -3,6 +3,7 @@ Pb2Json writes and Ascend's comparison tools read)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,18 @@ def test_refusals_are_one_line(tmp_path: Path, text: str, expected: str) -> None
     with pytest.raises(FuseLensError) as e:
         read_om_json(path)
     assert expected in str(e.value) and str(path) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_c_escaped_strings_are_undone() -> None:
+    """Newer Pb2Json writes AttrDef's bytes `s` through CEscape; op names (strings) are written as they are."""
+    escaped = ["caf\\303\\251", "it\\'s", "a\\\\b", "\u00e9\\041"]  # as the JSON holds them, decoded once
+    model = parse_om_json(json.dumps({"graph": [{"op": [{"name": "caf\u00e9", "type": "Add", "attr": [
+        {"key": "_datadump_original_op_names", "value": {"list": {"s": escaped}}}]}]}]}))
+    (op,) = model.ops
+    assert op.name == "café" and op.provenance.original_names == ("café", "it's", "a\\b", "é!")
+
+
+def test_a_model_whose_own_attr_list_fills_the_head_is_recognised() -> None:
+    entries = [json.dumps({"key": f"k{i}", "value": {"s": "x" * 100}}) for i in range(700)]
+    head = ('{"attr": [' + ", ".join(entries)).encode()[:65536]
+    assert recognises(head) and not recognises(b'{"attr": {"k": 1}}')

@@ -62,7 +62,7 @@ def test_the_om_model_names_what_the_toolchain_fused(bert) -> None:
     verdicts = {r.prediction.node: r for r in report.predicted}
     first, second = (verdicts[n] for n in LAYER_NORMS)
     assert first.verdict.value == "found" and first.evidence[0].source == "om_json"
-    assert first.evidence[0].detail == f"OM JSON: node {LAYER_NORMS[0]} (LayerNorm) stands for them"
+    assert first.evidence[0].detail == f"{BERT_OM.name}: node {LAYER_NORMS[0]} (LayerNorm) stands for them"
     assert second.verdict.value == "not_found" and second.evidence[0].detail.endswith(" separate")
     assert verdicts["autofuse_pointwise_0_Tanh_Add"].verdict.value == "found"
     [extra] = report.unpredicted
@@ -120,3 +120,12 @@ def test_records_that_are_neither_are_refused_in_one_line(tmp_path, bert) -> Non
         check_toolchain_records(bert, [tmp_path])
     with pytest.raises(FuseLensError, match="not a toolchain log"):
         check_toolchain_records(bert, [tmp_path / "op_summary.csv"])
+
+
+def test_a_broken_om_json_found_in_a_profile_folder_is_a_note_not_a_failure(tmp_path, bert) -> None:
+    (tmp_path / "model.json").write_text('{"graph": [{"name": "g", "op": {}}]}')
+    shutil.copy(MATCHED, tmp_path / "plog-1.log")
+    evidence = gather_evidence(tmp_path)
+    assert evidence.om_model is None and evidence.log is not None
+    assert any("'op' is dict, not a list of ops" in note for note in evidence.notes)
+    assert check_prediction(bert, evidence).summary.evidence == ["log"]

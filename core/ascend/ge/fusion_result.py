@@ -37,8 +37,9 @@ UB_FUSION = "ub_fusion"
 SECTIONS = (GRAPH_FUSION, UB_FUSION)
 KEY = "session_and_graph_id"
 SESSION_ID, GRAPH_ID = "sessionId", "graphId"
-# Keys only fusion_result.json has, any one of which in a file's head marks it (the 2021-2022 form's ids included).
-_MARKERS = (b'"graph_fusion"', b'"ub_fusion"', b'"session_and_graph_id', b'"sessionId"')
+# A key only fusion_result.json has, any one of which in a file's head marks it (the 2021-2022 form's ids
+# included); as a key, followed by its colon: a report that names a graph in a value is not one.
+_MARKER = re.compile(rb'"(?:graph_fusion|ub_fusion|sessionId|session_and_graph_id(?:_\d+_\d+)?)"\s*:')
 CURRENT = "current"  # {"session_and_graph_id_0_0": {...}, ...}
 CONCATENATED = "concatenated"  # {"session_and_graph_id": "0_0", ...}{"session_and_graph_id": "0_1", ...}
 ID_FIELDS = "id fields"  # {"graphId": "11", "sessionId": "0", ...}{...}
@@ -95,18 +96,16 @@ class GraphLedger:
     def total_matches(self) -> int:
         return sum(p.match_times for p in self.passes.values())
 
-    def merge(self, count: PassCount) -> bool:
-        """Add a pass's counts; a pass already here (the graph named twice in one file) has them added.
-        Returns whether it was already here."""
+    def merge(self, count: PassCount) -> None:
+        """Add a pass's counts; a pass already here (the graph named twice in one file) has them added."""
         known = self.passes.get((count.section, count.name))
         if known is None:
             self.add(count)
-            return False
+            return
         hits = None if known.repository_hit_times is None and count.repository_hit_times is None else \
             (known.repository_hit_times or 0) + (count.repository_hit_times or 0)
         self.add(PassCount(count.name, count.section, known.match_times + count.match_times,
                            known.effect_times + count.effect_times, hits))
-        return True
 
     def to_json(self) -> dict[str, Any]:
         """`{"graph_fusion": {...}, "ub_fusion": {...}}`; a section with no pass is left out, as FE does."""
@@ -173,7 +172,7 @@ def recognises(head: bytes) -> bool:
     text = head.lstrip(b"\xef\xbb\xbf").strip()
     if text == b"null":
         return True
-    return text[:1] in (b"{", b"[") and any(marker in text for marker in _MARKERS)
+    return text[:1] in (b"{", b"[") and _MARKER.search(text) is not None
 
 
 def write_fusion_result(path: str | os.PathLike[str], graphs: Iterable[GraphLedger], *,
@@ -229,9 +228,10 @@ def parse_fusion_result(text: str, source: str = "<fusion_result.json>") -> Fusi
     result = FusionResult(source, _shape(values[0][1]))
     ledgers: dict[str, GraphLedger] = {}
     repeated: list[str] = []
+    lines = _Lines(text)
     for start, value in values:
-        where = f"{source}, line {text.count(chr(10), 0, start) + 1}"
-        for name, entry, at in _graph_entries(value, text, start, where):
+        where = f"{source}, line {lines.at(start)}"
+        for name, entry, at in _graph_entries(value, text, start, where, lines):
             graph = graph_id(name)
             if graph in ledgers:
                 repeated.append(graph)
@@ -243,7 +243,7 @@ def parse_fusion_result(text: str, source: str = "<fusion_result.json>") -> Fusi
     repeated = list(dict.fromkeys(repeated))
     if repeated:
         result.notes.append(f"{len(repeated)} graph{'s are' if len(repeated) != 1 else ' is'} named in more than "
-                            f"one entry ({', '.join(list(repeated)[:6])}); their counts were added up")
+                            f"one entry ({', '.join(repeated[:6])}); their counts were added up")
     return result
 
 
@@ -257,7 +257,23 @@ def _shape(value: Any) -> str:
     return CONCATENATED if isinstance(value, dict) and KEY in value else CURRENT
 
 
-def _graph_entries(value: Any, text: str, start: int, where: str) -> list[tuple[str, dict[str, Any], str]]:
+class _Lines:
+    """Line numbers of positions asked for in increasing order, counted once over the text (a file of
+    hundreds of graphs would otherwise be counted from its start for each)."""
+
+    def __init__(self, text: str):
+        self.text, self.pos, self.line = text, 0, 1
+
+    def at(self, pos: int) -> int:
+        if pos < self.pos:
+            return self.text.count("\n", 0, pos) + 1
+        self.line += self.text.count("\n", self.pos, pos)
+        self.pos = pos
+        return self.line
+
+
+def _graph_entries(value: Any, text: str, start: int, where: str,
+                   lines: _Lines) -> list[tuple[str, dict[str, Any], str]]:
     """(graph id as spelled, its sections, where it is) for each graph of one top-level JSON value."""
     if value is None:
         return []
@@ -268,7 +284,7 @@ def _graph_entries(value: Any, text: str, start: int, where: str) -> list[tuple[
         at = start
         for key, entry in value.items():
             at = max(text.find(f'"{key}"', at), at)
-            line = f"{where.rsplit(', line', 1)[0]}, line {text.count(chr(10), 0, at) + 1}"
+            line = f"{where.rsplit(', line', 1)[0]}, line {lines.at(at)}"
             if not isinstance(entry, dict):
                 raise FuseLensError(f"{line}: {shown(key)} holds {_kind(entry)}, not the graph's sections")
             entries.append((key, entry, line))

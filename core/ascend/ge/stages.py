@@ -116,7 +116,14 @@ class Timeline:
 
     @property
     def label(self) -> str:
-        graph = f"graph {self.graph_id}" if self.graph_id is not None else "graph (no id: old GE)"
+        """`graph 11`; without a graph id, whether old GE's 5-digit names left it out or the names say nothing
+        (current GE's `ge_proto_00000000_Build.txt`, renamed files)."""
+        if self.graph_id is not None:
+            graph = f"graph {self.graph_id}"
+        elif self.stages and all(s.file.width == 5 for s in self.stages):
+            graph = "graph (no id: old GE)"
+        else:
+            graph = "graph (no id in the file names)"
         return f"{self.process} {graph}" if self.process else graph
 
     def to_json(self) -> dict[str, Any]:
