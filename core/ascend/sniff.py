@@ -20,7 +20,15 @@ from fuselens.core.ascend.ge import dump, fusion_result
 from fuselens.core.errors import FuseLensError
 from fuselens.core.formats import switch_file
 from fuselens.core.measure import result
-from fuselens.core.measure.msprof import fusion_op, kernel_details, op_statistic, op_summary, task_time, timeline
+from fuselens.core.measure.msprof import (
+    READERS,
+    fusion_op,
+    kernel_details,
+    op_statistic,
+    op_summary,
+    task_time,
+    timeline,
+)
 from fuselens.core.measure.profile_csv import header_of, read_head
 
 
@@ -51,8 +59,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("toolchain_log", "a toolchain log (plog / host log)", toolchain_log.recognises, "import-log"),
 )
 BY_NAME = {kind.name: kind for kind in KINDS}
-PROFILES = frozenset({op_summary.KIND, kernel_details.KIND, op_statistic.KIND, task_time.KIND, fusion_op.KIND,
-                      timeline.KIND})
+PROFILES = frozenset(reader.KIND for reader in READERS)
 _JSONISH = re.compile(rb'\A[\[{]\s*(?:[\[{"\]}\d-]|true|false|null|\Z)')
 PROFILE_COLUMNS = "op_summary, op_statistic, task_time, kernel_details or fusion_op columns"
 
