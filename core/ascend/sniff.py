@@ -118,7 +118,9 @@ def _describe_json(text: bytes, truncated: bool) -> str:
         data = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         what = "a JSON object" if text[:1] == b"{" else "a JSON list"
-        return f"{what} FuseLens cannot parse" + (" (its first 64 KiB)" if truncated else "")
+        if truncated:
+            return f"{what} whose first 64 KiB name nothing FuseLens reads"
+        return f"{what} that is not valid JSON"
     if isinstance(data, dict):
         keys = ", ".join(_short(str(k)) for k in list(data)[:6]) + (" …" if len(data) > 6 else "")
         return f"a JSON object with keys {keys}" if data else "an empty JSON object"

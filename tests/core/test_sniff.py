@@ -77,6 +77,8 @@ def test_the_dispatcher_tells_every_kind_apart(tmp_path):
     (b"[INFO] GE(1234,python):2020-01-01 boot\n", "a toolchain log (plog / host log), not a FuseLens run file or a "
                                                   "profile (`fuselens import-log` reads it)"),
     (b"notes from the cluster run\nall fine\n", "a text file starting 'notes from the cluster run'"),
+    (b'[{"a": 1}, {"b":', "a JSON list that is not valid JSON: not a FuseLens run file or a profile"),
+    (b'[{"name": "x", "value": 1},' * 3000, "a JSON list whose first 64 KiB name nothing FuseLens reads"),
     (b'{"Switch": {"GraphFusion": {}}}', "a fusion switch file, not a FuseLens run file or a profile "
                                          "(`fuselens fuse --switch-file` reads it)"),
     (b"null", "a fusion_result.json, not a FuseLens run file or a profile (`fuselens ledger` reads it)"),
