@@ -22,6 +22,7 @@ from fuselens.core.errors import FuseLensError
 
 if TYPE_CHECKING:
     from fuselens.core.formats.loaders import LoadedModel
+    from fuselens.core.measure.result import GraphRun
     from fuselens.core.runtime import RunResult
     from fuselens.passes.config import PassConfig
     from fuselens.passes.pipeline import PipelineResult
@@ -156,6 +157,7 @@ def format_result(result: RunResult, gains: GainReport | None = None) -> str:
             lines.append(f"      {k.mean_us:10.1f} us x{k.count:<5d} {k.op_type:24s} {k.kernel}{node}{tag}")
         if len(run.kernels) > 8:
             lines.append(f"      ... {len(run.kernels) - 8} more kernels (--json or --csv for all)")
+        lines += format_op_types(run)
         for how, count in Counter(run.execution.values()).most_common():
             lines.append(f"      fused nodes executed {how}: {count}")
         lines += [f"      {note}" for note in run.execution_notes]
@@ -173,6 +175,20 @@ def format_result(result: RunResult, gains: GainReport | None = None) -> str:
 
         lines += format_gains(gains)
     return "\n".join(lines)
+
+
+def format_op_types(run: GraphRun, shown: int = 12) -> list[str]:
+    """An op_statistic's per-type totals as indented lines (none for a run with kernels only)."""
+    if not run.op_types:
+        return []
+    lines = [f"      time per op type (op_statistic: {len(run.op_types)} types, no per-kernel rows):"]
+    for t in run.op_types[:shown]:
+        ratio = f"{t.ratio_pct:6.2f}%" if t.ratio_pct is not None else "      "
+        lines.append(f"      {t.total_us:12.2f} us {ratio} x{t.count:<6d} avg {t.avg_us:10.2f} us  "
+                     f"{t.op_type} ({t.core_type or 'core ?'})")
+    if len(run.op_types) > shown:
+        lines.append(f"      ... {len(run.op_types) - shown} more op types (--json for all)")
+    return lines
 
 
 # ---- import-profile, and the results of a run on an Ascend host ----------------------------------

@@ -46,9 +46,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the run result as JSON")
     p.set_defaults(func=run_run)
 
-    p = sub.add_parser("import-profile", help="read msprof op_summary/op_statistic CSVs or a PROF_* folder")
-    p.add_argument("path", help="op_summary_*.csv, op_statistic_*.csv, a PROF_* folder, a folder with "
-                                "original/ and fused/ runs (as the exported NPU script writes it), or a run file")
+    p = sub.add_parser("import-profile", help="read an msprof / torch_npu profile (any file of it, or its folder) "
+                                              "or a FuseLens run file")
+    p.add_argument("path", help="a profile file (op_summary, kernel_details, task_time, op_statistic, an "
+                                "msprof_*.json / trace_view.json timeline; told apart by content, whatever its "
+                                "name), a PROF_* or ASCEND_PROFILER_OUTPUT folder, a folder with original/ and "
+                                "fused/ runs (as the exported NPU script writes it), or a run file")
     p.add_argument("--model", help="map kernels to the nodes of this model or of its fused graph, whichever "
                                    "fits the kernel names (as the window does)")
     p.add_argument("--baseline", metavar="PROFILE", help="a profile (or run file) of the unfused model: PATH is then "

@@ -1,5 +1,6 @@
 """Run results as charts: summary cards, per-kernel bars before and after, one step's timeline, each
-fusion's gain (session/fusion_gain.py: did it pay?).
+fusion's gain (session/fusion_gain.py: did it pay?), and an op_statistic's time per op type (a chart
+and a table: it has no per-kernel rows).
 
 Colours are the op-class palette of the graph panes (core.graph.opclass); kernels a fusion pass made
 are hatched. Clicking a bar or a timeline block emits the kernel's graph node; the run panel turns
@@ -14,11 +15,23 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from fuselens.core.graph.opclass import BORDER, CATEGORY_TITLES, PALETTE, Category
-from fuselens.core.measure.result import KernelStat, RunResult
-from fuselens.core.runtime.run_view import SIDE_OF_LABEL, Card, summary_cards
+from fuselens.core.measure.result import KernelStat, OpTypeStat, RunResult
+from fuselens.core.runtime.run_view import SIDE_OF_LABEL, Card, format_us, kernel_category, summary_cards
+from fuselens.gui.guard import safe_override
 from fuselens.session import SIDES
 from fuselens.session.fusion_gain import GainReport, headline, shown_rows
 
@@ -156,6 +169,100 @@ class Timeline(QWidget):
         self.plot.set_result(result)
 
 
+OP_TYPE_COLUMNS = ("Graph", "Op type", "Core type", "Count", "Total µs", "Avg µs", "Min µs", "Max µs", "Ratio %")
+
+
+class _NumberItem(QTableWidgetItem):
+    """A table cell that sorts by its number, not its text (— for a value the file did not have)."""
+
+    def __init__(self, value: float | int | None):
+        super().__init__("—" if value is None else f"{value:,}" if isinstance(value, int) else f"{value:,.3f}")
+        self.value = float("-inf") if value is None else float(value)
+        self.setTextAlignment(int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter))
+
+    @safe_override(False)
+    def __lt__(self, other: QTableWidgetItem) -> bool:
+        return self.value < other.value if isinstance(other, _NumberItem) else super().__lt__(other)
+
+
+class OpTypeView(QWidget):
+    """Time per op type, as op_statistic gives it: bars of the top types' total time beside a sortable
+    table of every type (count, total, average, min, max, share). The chart (pyqtgraph) is made with the
+    first per-type result, like the other plots."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.rows: list[tuple[str, OpTypeStat]] = []
+        self.labels: list[str] = []  # the op types on the chart's axis, top first
+        self.plot = None  # pg.PlotWidget, made with the first rows
+        self.table = QTableWidget(0, len(OP_TYPE_COLUMNS), self)
+        self.table.setHorizontalHeaderLabels(OP_TYPE_COLUMNS)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.verticalHeader().hide()
+        self.table.setAlternatingRowColors(True)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        self.splitter.addWidget(self.table)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.splitter)
+
+    def set_result(self, result: RunResult | None, top_n: int) -> None:
+        self.rows = [(label, t) for label, run in (result.graphs.items() if result else ()) for t in run.op_types]
+        self._fill_table()
+        if self.rows or self.plot is not None:
+            self._draw(top_n)
+
+    def _fill_table(self) -> None:
+        self.table.setSortingEnabled(False)
+        self.table.setRowCount(len(self.rows))
+        for row, (label, t) in enumerate(self.rows):
+            cells = [QTableWidgetItem(label), QTableWidgetItem(t.op_type), QTableWidgetItem(t.core_type),
+                     *(_NumberItem(v) for v in (t.count, t.total_us, t.avg_us, t.min_us, t.max_us, t.ratio_pct))]
+            for column, cell in enumerate(cells):
+                self.table.setItem(row, column, cell)
+        self.table.setSortingEnabled(True)
+        self.table.sortItems(OP_TYPE_COLUMNS.index("Total µs"), Qt.SortOrder.DescendingOrder)
+        self.table.resizeColumnsToContents()
+
+    def _draw(self, top_n: int) -> None:
+        import pyqtgraph as pg
+
+        from fuselens.gui import plots  # noqa: F401  (pyqtgraph's configuration: white background)
+
+        if self.plot is None:
+            self.plot = pg.PlotWidget(self)
+            self.plot.setMenuEnabled(False)
+            self.plot.setMouseEnabled(x=False, y=False)
+            self.plot.hideButtons()
+            self.plot.getPlotItem().invertY(True)
+            self.plot.getPlotItem().setLabel("bottom", "total time (µs)")
+            self.plot.getPlotItem().showGrid(x=True, y=False, alpha=0.25)
+            self.plot.getAxis("left").setWidth(200)
+            self.splitter.insertWidget(0, self.plot)
+            self.splitter.setSizes([600, 500])
+        shown = sorted(self.rows, key=lambda row: -row[1].total_us)[:top_n]
+        item = self.plot.getPlotItem()
+        item.clear()
+        several = len({label for label, _ in self.rows}) > 1
+        self.labels = [f"{t.op_type} ({label})" if several else t.op_type for label, t in shown]
+        self.plot.getAxis("left").setTicks([list(enumerate(self.labels))])
+        item.setTitle(f"Time per op type (op_statistic, top {len(shown)} of {len(self.rows)})", size="10pt")
+        if not shown:
+            return
+        categories = [kernel_category(t.op_type, None) for _, t in shown]
+        values = [t.total_us for _, t in shown]
+        item.addItem(pg.BarGraphItem(x0=0, y=list(range(len(shown))), height=0.72, width=values,
+                                     brushes=[pg.mkBrush(PALETTE[c]) for c in categories],
+                                     pens=[pg.mkPen(BORDER[c]) for c in categories]))
+        top = max(values) or 1.0
+        for i, (value, (_, t)) in enumerate(zip(values, shown)):
+            share = f" ({t.ratio_pct:.1f}%)" if t.ratio_pct is not None else ""
+            label = pg.TextItem(format_us(value) + share, color="#333333", anchor=(0, 0.5))
+            label.setPos(value + top * 0.01, i)
+            item.addItem(label)
+        self.plot.setXRange(0, top * 1.25, padding=0)
+        self.plot.setYRange(-0.6, max(len(shown), 4) - 0.4, padding=0)
 class GainChart(QWidget):
     """Did each fusion pay? A bar per fusion (`plot`, made with the first report), and what it leaves out below."""
 

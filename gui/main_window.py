@@ -222,7 +222,8 @@ class MainWindow(QMainWindow):
     def dropEvent(self, event) -> None:
         for url in event.mimeData().urls():
             if url.isLocalFile():
-                self.open_model(url.toLocalFile())
+                if not self.run_panel.files.take_drop(url.toLocalFile()):  # a profile or run file: imported
+                    self.open_model(url.toLocalFile())
                 return
 
     def _on_loaded(self, spec: str, model: LoadedModel) -> None:

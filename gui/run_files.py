@@ -1,5 +1,8 @@
 """The run dock's file actions: import a profile (set against the prediction when it came from an NPU),
-save the run, export its trace, kernel table and charts, and write the NPU bundle."""
+save the run, export its trace, kernel table and charts, and write the NPU bundle.
+
+What a chosen or dropped file is comes from its content (core/ascend/sniff.py), never its name.
+"""
 
 from __future__ import annotations
 
@@ -25,7 +28,8 @@ if TYPE_CHECKING:
     from fuselens.gui.run_panel import RunPanel
     from fuselens.session.npu_check import CheckReport
 
-PROFILE_FILTER = "Profiles (op_summary_*.csv op_statistic_*.csv *.csv *.json);;All files (*)"
+# Told apart by content: every file is offered (users rename profiles); the second filter narrows the list.
+PROFILE_FILTER = "Profiles and run files (any name) (*);;CSV and JSON (*.csv *.json)"
 
 
 class RunFiles(QObject):
@@ -112,6 +116,24 @@ class RunFiles(QObject):
             raise FuseLensError("no run results yet: compile and run, or import a profile")
         return self.panel.result
 
+    def take_drop(self, path: str) -> bool:
+        """Import a dropped file that is a profile or a run file, or a dropped folder holding profiles, and say
+        so (True); anything else is the window's to open as a model (False)."""
+        from fuselens.core.ascend import sniff  # the readers' recognisers: ~0.5 s of imports, not at start-up
+
+        target = Path(path)
+        if target.is_dir():
+            if not _profile_folder(target):
+                return False
+        else:
+            try:
+                if sniff.sniff(target) not in sniff.PROFILES | {"run_file"}:
+                    return False
+            except FuseLensError:
+                return False  # unreadable: the model loader says why
+        self.import_profile(path)
+        return True
+
     def import_file_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self.panel, "Import a profile or run file", "", PROFILE_FILTER)
         if path:
@@ -163,3 +185,13 @@ class RunFiles(QObject):
     def _enable(self, result: RunResult | None) -> None:
         for item in self.result_actions:
             item.setEnabled(result is not None)
+
+
+def _profile_folder(folder: Path) -> bool:
+    """A folder the run panel opens: profiles inside (by content), or an NPU bundle's original/ and fused/ runs."""
+    from fuselens.core.measure.msprof import find_profile_files
+
+    sides = [folder / "original", folder / "fused"]
+    if all(side.is_dir() for side in sides):
+        return all(_profile_folder(side) for side in sides)
+    return any(paths for kind, paths in find_profile_files(folder).items() if kind != "fusion_op")

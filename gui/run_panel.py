@@ -2,9 +2,10 @@
 
 A run is session/run_workflow.py's (the one `fuselens run` makes): a child process that TensorFlow
 may crash without harming the window, started from a worker of the window's pool so the status
-bar's Cancel stops it too. Results (a run, or an imported op_summary / PROF_* folder / run file:
+bar's Cancel stops it too. Results (a run, or an imported profile / PROF_* folder / run file:
 gui/run_files.py) fill the summary cards, the bar charts, the timeline, the kernel table, each
-fusion's gain (did it pay?) and the heat overlay.
+fusion's gain (did it pay?) and the heat overlay; an op_statistic's per-type totals fill the
+"Time per op type" tab.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from fuselens.core.errors import FuseLensError
 from fuselens.core.graph import Graph
 from fuselens.core.runtime.run_view import open_inputs, parse_input_shapes
 from fuselens.gui.actions import make_action
-from fuselens.gui.charts import GainChart, KernelCharts, SummaryCards, Timeline
+from fuselens.gui.charts import GainChart, KernelCharts, OpTypeView, SummaryCards, Timeline
 from fuselens.gui.dialogs import show_error
 from fuselens.gui.graph_view import GraphView
 from fuselens.gui.heat import HeatLegend, HeatOverlay
@@ -179,8 +180,9 @@ class RunPanel(QWidget):
         self.heat_mode.setToolTip("What the heat overlay colours: kernel time per step, or each node's layerwise "
                                   "max abs error (log scale; run with Layerwise on)")
         self.import_button = QPushButton("Import profile…", self)
-        self.import_button.setToolTip("An msprof op_summary_*.csv / op_statistic_*.csv, or a FuseLens run file "
-                                      "(.json); Run menu: a PROF_* folder")
+        self.import_button.setToolTip("A profile file msprof or torch_npu wrote (op_summary, kernel_details, "
+                                      "op_statistic, task_time, a timeline; any name) or a FuseLens run file; "
+                                      "Run menu: a PROF_* or ASCEND_PROFILER_OUTPUT folder")
         self.export_button = QToolButton(self)
         self.export_button.setText("Export")
         self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
@@ -217,6 +219,9 @@ class RunPanel(QWidget):
         self.tabs.addTab(self.gains, "Did each fusion pay?")
         self.tabs.addTab(self.table, "Kernel table")
         self.tabs.addTab(self.check_view, "Predicted vs actual")
+        self.op_types = OpTypeView(self)
+        self.tabs.addTab(self.op_types, "Time per op type")  # shown for a result with per-type totals
+        self.tabs.setTabVisible(self.tabs.indexOf(self.op_types), False)
         corner = QWidget(self)
         corner_row = QHBoxLayout(corner)
         corner_row.setContentsMargins(0, 0, 4, 0)
@@ -379,9 +384,19 @@ class RunPanel(QWidget):
         self.timeline.set_result(result)
         self.show_gains(result)
         self.table.set_result(result)
+        self._show_op_types(result)
         self.heat.set_result(result)
         self._on_selection(self.selection.current)
         self.result_shown.emit(result)
+
+    def _show_op_types(self, result: RunResult | None) -> None:
+        """The per-type tab, shown while the result has per-type totals (an op_statistic import); brought to
+        the front when that is all the result has."""
+        self.op_types.set_result(result, self.top_n.value())
+        index = self.tabs.indexOf(self.op_types)
+        self.tabs.setTabVisible(index, bool(self.op_types.rows))
+        if self.op_types.rows and result is not None and not any(run.kernels for run in result.graphs.values()):
+            self.tabs.setCurrentIndex(index)
 
     def show_check(self, report: CheckReport | None, note: str = "") -> None:
         """The predicted-vs-actual tab of an NPU run (session/npu_check/'s report), or no such tab."""
@@ -416,6 +431,7 @@ class RunPanel(QWidget):
     def _on_top_n(self, shown: int) -> None:
         self.charts.set_result(self.result, shown)
         self.gains.set_report(self.gains.report, shown)
+        self.op_types.set_result(self.result, shown)
 
     def select_gain(self, row: FusionGain) -> None:
         """A gain bar was clicked: its match is selected in both panes, as the match list selects it (a toolchain

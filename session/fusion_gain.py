@@ -41,7 +41,7 @@ from fuselens.core.measure.result import GraphRun, KernelStat, RunResult
 from fuselens.core.runtime.run_view import ONEDNN_PREFIXES, per_step_us
 
 if TYPE_CHECKING:
-    from fuselens.core.measure.msprof import FusionOpRecord
+    from fuselens.core.measure.msprof.fusion_op import FusionOpRecord
     from fuselens.passes.pipeline import PipelineResult
 
 # Kernel op types that run several graph nodes: Grappler's remapper, oneDNN's fused kernels, the
@@ -453,7 +453,8 @@ def toolchain_records(path: str | os.PathLike[str], original: Graph | None = Non
     """The toolchain's fused op -> original ops map from a results folder (its fused side's when it holds
     original/ and fused/): the fusion_op_*.csv rows, then, with the model, the fused ops of the last GE dump
     stage of its graph that fusion_op does not list (`_datadump_original_op_names`); None when neither is there."""
-    from fuselens.core.measure.msprof import find_profile_files, read_fusion_op
+    from fuselens.core.measure.msprof import find_profile_files
+    from fuselens.core.measure.msprof.fusion_op import read_fusion_op
 
     folder = Path(path)
     if (folder / "fused").is_dir() and (folder / "original").is_dir():

@@ -1,7 +1,8 @@
-"""Open a profile: a FuseLens run file, an msprof op_summary / op_statistic CSV or a PROF_* folder.
+"""Open a profile: a FuseLens run file, any profile file msprof or torch_npu writes, or a folder of them.
 
-The window and `fuselens import-profile` both call `import_run_file`, so a profile lands on the
-same graph whichever opens it.
+The window (its dialogs and drag-and-drop) and `fuselens import-profile` all call `import_run_file`,
+so a profile lands on the same graph whichever opens it; what a file is comes from its content
+(core/ascend/sniff.py), whatever its name.
 
 A single NPU run is usually of the fused model (its kernels are named `autofuse_pointwise_0_Abs_Relu_Exp`,
 not `abs_0`), but nothing in the file says which graph it ran; so it is mapped to the graph
@@ -14,9 +15,10 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+from fuselens.core.ascend.sniff import profile_or_run
 from fuselens.core.errors import FuseLensError
 from fuselens.core.graph import Graph
-from fuselens.core.measure.msprof import PROFILE_FILES, import_profile
+from fuselens.core.measure.msprof import import_profile
 from fuselens.core.measure.profile import NodeMapper
 from fuselens.core.measure.result import GraphRun, RunResult
 
@@ -38,8 +40,8 @@ def import_run_file(path: str | os.PathLike[str], original: Graph | None = None,
     path = Path(path)
     if not path.exists():
         raise FuseLensError(f"{path}: no such file or directory")
-    if path.is_file() and path.suffix.lower() == ".json" and not path.match(PROFILE_FILES["msprof_json"]):
-        return RunResult.load(path)  # a FuseLens run file (an msprof_*.json timeline is a profile)
+    if path.is_file() and profile_or_run(path) == "run_file":
+        return RunResult.load(path)
     graphs = {name: g for name, g in (("original", original), ("fused", fused)) if g is not None}
     result = import_profile(path, graphs)
     if "imported" not in result.graphs:

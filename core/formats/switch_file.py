@@ -8,6 +8,7 @@ as `custom_op.parameter_map["fusion_switch_file"]`.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -17,6 +18,20 @@ from fuselens.core.wording import shown
 
 SECTIONS = ("GraphFusion", "UBFusion")
 STATES = ("on", "off")
+_JSON_OPENING = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"Switch"\s*:')
+_LINE = re.compile(rb"^\s*[^\s:#][^:]*:\s*(?:on|off)\s*$", re.I)
+
+
+def recognises(head: bytes) -> bool:
+    """Whether a file whose first 64 KiB are `head` is a fusion switch file: a JSON object opening with
+    `"Switch"`, or lines that are all `PassName:on|off` (blank lines and # comments aside)."""
+    if _JSON_OPENING.match(head):
+        return True
+    lines = [line for line in head.removeprefix(b"\xef\xbb\xbf").splitlines()
+             if line.strip() and not line.strip().startswith(b"#")]
+    if len(head) >= 65536 and lines:
+        lines.pop()  # the head may end inside a line
+    return bool(lines) and all(_LINE.match(line) for line in lines)
 
 
 @dataclass

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -18,6 +19,14 @@ from fuselens.core.formats.io import write_json_atomic
 
 RUN_FILE_FORMAT = "fuselens-run"
 RUN_FILE_VERSION = 1
+# A run file opens with RunResult's first fields (its "format" key comes last) or names its format early.
+_RUN_OPENING = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"model"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*"backend"\s*:')
+_RUN_FORMAT = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{.*"format"\s*:\s*"' + RUN_FILE_FORMAT.encode() + rb'"', re.S)
+
+
+def recognises(head: bytes) -> bool:
+    """Whether a file whose first 64 KiB are `head` is a FuseLens run file (`RunResult.save`'s JSON)."""
+    return bool(_RUN_OPENING.match(head) or _RUN_FORMAT.match(head))
 
 
 @dataclass
@@ -50,6 +59,20 @@ class TimelineEvent:
 
 
 @dataclass
+class OpTypeStat:
+    """One op type's total over a run, as msprof's op_statistic gives it (no per-kernel rows behind it)."""
+
+    op_type: str
+    core_type: str
+    count: int
+    total_us: float
+    avg_us: float
+    min_us: float | None
+    max_us: float | None
+    ratio_pct: float | None
+
+
+@dataclass
 class GraphRun:
     """One graph's run: wall time per timed step, its kernel table and one step's timeline."""
 
@@ -58,7 +81,8 @@ class GraphRun:
     step_times_us: list[float] = field(default_factory=list)
     kernels: list[KernelStat] = field(default_factory=list)
     timeline: list[TimelineEvent] = field(default_factory=list)
-    source: str = "tensorflow"  # or "msprof"
+    source: str = "tensorflow"  # or "msprof", "msprof op_statistic"
+    op_types: list[OpTypeStat] = field(default_factory=list)  # per-type totals (an op_statistic import)
     # fused node -> how it executed ("XLA kernel", "as its original ops: conv epilogue on CPU", ...)
     execution: dict[str, str] = field(default_factory=dict)
     # what else the executed copy changed so TensorFlow computes the graph's own math (one line each)
@@ -186,4 +210,5 @@ def _graph_run(data: dict[str, Any]) -> GraphRun:
     run = _build(GraphRun, data)
     run.kernels = [_build(KernelStat, k) for k in data.get("kernels", [])]
     run.timeline = [_build(TimelineEvent, e) for e in data.get("timeline", [])]
+    run.op_types = [_build(OpTypeStat, t) for t in data.get("op_types", [])]
     return run

@@ -20,7 +20,8 @@ from fuselens.core.ascend.om_json import OmModel, read_om_json
 from fuselens.core.ascend.toolchain_log import ToolchainLog, read_toolchain_logs
 from fuselens.core.errors import FuseLensError
 from fuselens.core.graph import Graph
-from fuselens.core.measure.msprof import FusionOpRecord, find_profile_files, read_fusion_op
+from fuselens.core.measure.msprof import find_profile_files
+from fuselens.core.measure.msprof.fusion_op import FusionOpRecord, read_fusion_op
 from fuselens.core.measure.result import GraphRun
 
 

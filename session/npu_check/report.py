@@ -12,7 +12,7 @@ from typing import Any
 
 from fuselens.core.ascend.ge.fusion_result import LedgerRow
 from fuselens.core.ascend.ge.provenance import ToolchainProvenance, provenance_table
-from fuselens.core.measure.msprof import FusionOpRecord
+from fuselens.core.measure.msprof.fusion_op import FusionOpRecord
 from fuselens.core.measure.profile import NodeMapper
 from fuselens.core.measure.result import GraphRun, RunResult
 from fuselens.passes.ledger import compare_with_toolchain

@@ -9,7 +9,7 @@ from typing import Any
 
 from fuselens.core.ascend.ge.provenance import ToolchainProvenance
 from fuselens.core.ascend.toolchain_log import ToolchainLog
-from fuselens.core.measure.msprof import FusionOpRecord
+from fuselens.core.measure.msprof.fusion_op import FusionOpRecord
 from fuselens.core.measure.profile import NodeMapper
 from fuselens.core.measure.result import GraphRun, KernelStat
 from fuselens.passes.switch import ToolchainSwitch

@@ -11,7 +11,8 @@ import pytest
 from fuselens.core.errors import FuseLensError
 from fuselens.core.graph import Graph, proto
 from fuselens.core.graph.nodes import make_node
-from fuselens.core.measure.msprof import import_graph_run, import_profile, parse_shapes, read_op_summary
+from fuselens.core.measure.msprof import import_graph_run, import_profile
+from fuselens.core.measure.msprof.op_summary import parse_shapes, read_op_summary
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
 # (name, type, start us within the step, duration us, block dim); two steps 1000 us apart.
@@ -102,7 +103,7 @@ def test_a_row_msprof_could_not_time_is_skipped(tmp_path):
 
 @pytest.mark.parametrize(("old", "new", "message"), [
     ("4.25", "fast", r"line 3: column 'Task Duration\(us\)' holds 'fast', not a number"),
-    (",NO,", ",", r"line 3: 24 cells, the header has 25"),
+    (",0,NO,", ",", r"line 3: 23 cells, the header has 25"),  # one cell short is a trailing empty metric
 ])
 def test_malformed_op_summary_names_the_file_and_line(tmp_path, old, new, message):
     path = tmp_path / "op_summary_0.csv"
@@ -129,8 +130,9 @@ def test_op_statistic(tmp_path):
                     "Ratio(%)\n0,AscBackend,AI_VECTOR_CORE,100,425.0,4.0,4.25,5.5,60.1\n"
                     "0,Cast,AI_VECTOR_CORE,100,250,N/A,2.5,N/A,39.9\n")
     run = import_graph_run(path)
-    assert [(k.op_type, k.count, k.total_us, k.mean_us, k.max_us) for k in run.kernels] == \
-        [("AscBackend", 100, 425.0, 4.25, 5.5), ("Cast", 100, 250.0, 2.5, 0.0)]
+    assert [(t.op_type, t.count, t.total_us, t.avg_us, t.max_us) for t in run.op_types] == \
+        [("AscBackend", 100, 425.0, 4.25, 5.5), ("Cast", 100, 250.0, 2.5, None)]
+    assert run.kernels == [] and run.source == "msprof op_statistic"  # per-type totals, no per-kernel rows
 
 
 def test_prof_folders(tmp_path, fused_graph):

@@ -9,13 +9,10 @@ import json
 import pytest
 
 from fuselens.core.errors import FuseLensError
-from fuselens.core.measure.msprof import (
-    find_profile_files,
-    import_graph_run,
-    read_fusion_op,
-    read_msprof_json,
-    read_task_time,
-)
+from fuselens.core.measure.msprof import find_profile_files, import_graph_run
+from fuselens.core.measure.msprof.fusion_op import read_fusion_op
+from fuselens.core.measure.msprof.task_time import read_task_time
+from fuselens.core.measure.msprof.timeline import read_timeline
 from tests.npu_artifacts import write_prof_folder
 
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
@@ -42,9 +39,9 @@ def test_op_summary_wins_and_sliced_files_are_read_together(tmp_path):
     found = find_profile_files(prof)
     assert [p.name for p in found["op_summary"]] == ["op_summary_20260101120000.csv",
                                                      "op_summary_slice_1_20260101120000.csv"]
-    assert len(found["msprof_json"]) == 2
+    assert len(found["timeline"]) == 2
     assert table(import_graph_run(prof)) == [(FUSED, 4, 4.25), ("trans_Cast_0", 4, 2.5)]
-    tasks = read_msprof_json(found["msprof_json"])
+    tasks = read_timeline(found["timeline"])
     assert len(tasks) == 8 and tasks[0].task_type == "AI_VECTOR_CORE"  # CANN API events are not device tasks
 
 
@@ -71,10 +68,10 @@ def test_malformed_timeline_and_task_time_name_the_file(tmp_path):
     bad = tmp_path / "msprof_1.json"
     bad.write_text('[{"name": "x",')
     with pytest.raises(FuseLensError, match=r"msprof_1.json, line 1: not valid JSON"):
-        read_msprof_json([bad])
+        read_timeline([bad])
     bad.write_text(json.dumps({"not": "a trace"}))
     with pytest.raises(FuseLensError, match=r"msprof_1\.json: not an msprof timeline"):
-        read_msprof_json([bad])
+        read_timeline([bad])
     bad = tmp_path / "task_time_1.csv"
     bad.write_text("Device_id,kernel_name,kernel_type,stream_id,task_id,task_time(us),task_start(us),task_stop(us)\n"
                    "0,k,AI_CORE,1,1,slow,1.0\t,2.0\t\n")

@@ -434,6 +434,37 @@ def _read_ledger(path: Path) -> None:
     read_fusion_result(path).to_json()
 
 
+PROFILE_CORPUS = ROOT / "tests" / "corpus" / "profiles"
+
+
+def _profile_corpus_seeds(work: Path) -> list[tuple[str, bytes]]:
+    """Every file of the profile corpus under a name that says nothing of its kind."""
+    return [(f"profile{p.suffix}", p.read_bytes()) for p in sorted(PROFILE_CORPUS.iterdir()) if p.is_file()]
+
+
+def _every_kind_seeds(work: Path) -> list[tuple[str, bytes]]:
+    """A file of every kind the dispatcher tells apart, each named `input.bin`."""
+    npu = _npu_files(work)
+    toolchain = [(p.name, p.read_bytes()) for folder in ("logs", "om_json")
+                 for p in sorted((PROFILE_CORPUS.parent / folder).iterdir())]
+    files = [*_profile_corpus_seeds(work), *npu["ge_dump"], *npu["fusion_result"], *SWITCH_SEEDS,
+             *_run_file_seeds(work), *toolchain]
+    return [("input.bin", data) for _, data in files]
+
+
+def _sniff_and_read(path: Path) -> None:
+    """The dispatcher's verdict, then the reader it names (profiles and run files; the other kinds' readers
+    are fuzzed as their own formats): a kind, or one line saying what the file looked like."""
+    from fuselens.core.ascend import sniff
+    from fuselens.core.ascend.profile_import import import_run_file
+
+    kind = sniff.sniff(path)
+    if kind is None:
+        sniff.require(path, sniff.PROFILES, "a file FuseLens reads")
+    elif kind in sniff.PROFILES | {"run_file"} and kind != "fusion_op":
+        import_run_file(path)
+
+
 SKIP_SEEDS = [("skip.txt", b"# keep the stem BN\nConvBatchnormFusionPass:stem/bn\nAutoFusePass:head/exp\n"),
               ("skip.txt", b"SmallOpBatchnormFusionPass:bn_default/batchnorm/add_1\n\n")]
 
@@ -473,6 +504,10 @@ FORMATS: dict[str, Format] = {f.name: f for f in [
            _load_dump, lambda p, out: ["inspect", str(p)]),
     Format("fusion_result", lambda work: _npu_files(work)["fusion_result"], _text_mutations([m.json_tree] * 3),
            _read_ledger, lambda p, out: ["ledger", str(p)]),
+    Format("profile_corpus", _profile_corpus_seeds, _text_mutations([m.csv_cells, m.csv_cells, m.json_tree]),
+           _import_profile, lambda p, out: ["import-profile", str(p)]),
+    Format("sniff", _every_kind_seeds, m.compose([*m.BYTE_MUTATORS, *m.TEXT_MUTATORS]), _sniff_and_read,
+           lambda p, out: ["import-profile", str(p)]),
     Format("skip_file", lambda work: SKIP_SEEDS, _text_mutations(), _read_skip_file,
            lambda p, out: ["fuse", "conv_bn", "--skip-file", str(p), "-o", str(out / "fused.pb")],
            writes=("fused.pb",)),

@@ -11,7 +11,7 @@ from fuselens.cli import main as cli_main
 from fuselens.core.graph import Graph
 from fuselens.core.graph.nodes import make_node
 from fuselens.core.graph.provenance import Rewrite
-from fuselens.core.measure.msprof import FusionOpRecord
+from fuselens.core.measure.msprof.fusion_op import FusionOpRecord
 from fuselens.core.measure.result import GraphRun, KernelStat
 from fuselens.passes.base import Match, PassResult
 from fuselens.passes.config import PassConfig
