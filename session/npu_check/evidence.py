@@ -3,7 +3,7 @@
 Any of these may be missing: the profile (op_summary & co), fusion_op_*.csv and the last dump stage (the
 toolchain's own fused op -> original ops map), fusion_result.json, the OM model as JSON (the same map, from
 `atc --mode=1`) and the TF adapter's / GE's logs (which passes ran and matched). Logs and OM JSON are found
-in a folder by their content, whatever their names.
+in a folder by their content, whatever their names (core.ascend.sniff); so is fusion_result.json.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fuselens.core.ascend import om_json, toolchain_log
+from fuselens.core.ascend import om_json, sniff, toolchain_log
 from fuselens.core.ascend.ge.fusion_result import FusionResult, read_fusion_result
 from fuselens.core.ascend.ge.stages import DumpFolder, Stage, scan_dump_folder
 from fuselens.core.ascend.om_json import OmModel, read_om_json
@@ -58,12 +58,12 @@ def gather_evidence(folder: str | os.PathLike[str] | None = None, *, run: GraphR
         evidence.fusion_ops = [r for f in files for r in read_fusion_op(f)]
         if files:
             evidence.sources["fusion_op"] = ", ".join(str(f) for f in files)
-    if fusion_result is None and root is not None and root.is_dir():
-        found = sorted(root.rglob("fusion_result.json"))
-        if len(found) > 1:
-            evidence.notes.append(f"{len(found)} fusion_result.json files under {root}; read {found[0]} "
-                                  "(name one with --fusion-result)")
-        fusion_result = found[0] if found else None
+    found = _records_by_content(root) if root is not None and root.is_dir() else _FoundRecords()
+    if fusion_result is None and found.fusion_results:
+        if len(found.fusion_results) > 1:
+            evidence.notes.append(f"{len(found.fusion_results)} fusion_result.json files under {root}; read "
+                                  f"{found.fusion_results[0]} (name one with --fusion-result)")
+        fusion_result = found.fusion_results[0]
     if fusion_result is not None:
         evidence.fusion_result = read_fusion_result(fusion_result)
         evidence.sources["fusion_result"] = str(fusion_result)
@@ -76,13 +76,12 @@ def gather_evidence(folder: str | os.PathLike[str] | None = None, *, run: GraphR
             evidence.dumps = None  # no dumps brought back: fine, they are optional
     if evidence.dumps is not None:
         evidence.sources["dumps"] = str(evidence.dumps.path)
-    found_logs, found_models = _records_by_content(root) if root is not None and root.is_dir() else ([], [])
     if om_model is not None:
         evidence.om_model = read_om_json(om_model)
         evidence.sources["om_json"] = str(om_model)
-    elif found_models:
-        _add_model(evidence, found_models, f"under {root}", strict=False)
-    add_logs(evidence, list(logs) or found_logs)
+    elif found.models:
+        _add_model(evidence, found.models, f"under {root}", strict=False)
+    add_logs(evidence, list(logs) or found.logs)
     return evidence
 
 
@@ -127,11 +126,11 @@ def records_evidence(paths: Sequence[str | os.PathLike[str]]) -> NpuEvidence:
     for item in paths:
         path = Path(item)
         if path.is_dir():
-            found_logs, found_models = _records_by_content(path)
-            if not found_logs and not found_models:
+            found = _records_by_content(path)
+            if not found.logs and not found.models:
                 raise FuseLensError(f"{path}: holds no toolchain log and no OM model as JSON")
-            logs += found_logs
-            models += found_models
+            logs += found.logs
+            models += found.models
         elif om_json.recognises(_head(path)):
             models.append(path)
         else:
@@ -152,17 +151,24 @@ def _head(path: Path) -> bytes:
         return b""
 
 
-def _records_by_content(root: Path) -> tuple[list[Path], list[Path]]:
-    """The toolchain logs and the OM models as JSON under a folder, told apart by their first bytes."""
-    logs, models = [], []
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        head = _head(path)
-        if om_json.recognises(head):
-            models.append(path)
-        elif toolchain_log.recognises(head):
-            logs.append(path)
-    return logs, models
+@dataclass
+class _FoundRecords:
+    """The toolchain's records under a folder, each file told by its content (sniff), whatever its name."""
 
+    fusion_results: list[Path] = field(default_factory=list)
+    logs: list[Path] = field(default_factory=list)
+    models: list[Path] = field(default_factory=list)
+
+
+def _records_by_content(root: Path) -> _FoundRecords:
+    """The fusion_result.json files, toolchain logs and OM models as JSON under a folder, by their first bytes."""
+    found = _FoundRecords()
+    lists = {"fusion_result": found.fusion_results, "toolchain_log": found.logs, "om_json": found.models}
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        kind = sniff.kind_of(_head(path))
+        if kind in lists:
+            lists[kind].append(path)
+    return found
 
 
 # ---- dumps: which graph, which stage -------------------------------------------------------
