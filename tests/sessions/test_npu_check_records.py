@@ -92,6 +92,15 @@ def test_log_and_om_json_together_and_found_in_a_folder_by_content(tmp_path, ber
     assert check_toolchain_records(bert, [folder]).summary.evidence == ["log", "om_json"]
 
 
+def test_a_renamed_fusion_result_json_in_a_folder_is_found_by_content(tmp_path) -> None:
+    shutil.copy(CORPUS / "fusion_result" / "list" / "fusion_result.json", tmp_path / "FE_ledger.txt")
+    # a switch file under FE's ledger name: the name alone does not make a fusion_result.json
+    shutil.copy(CORPUS / "fusion_result" / "refused" / "switch_file.json", tmp_path / "fusion_result.json")
+    evidence = gather_evidence(tmp_path)
+    assert evidence.fusion_result is not None
+    assert evidence.sources["fusion_result"] == str(tmp_path / "FE_ledger.txt")
+
+
 def test_an_fe_log_on_a_conv_bn_sample(load_sample) -> None:
     pipeline = run_pipeline(load_sample("conv_bn"))
     report = check_toolchain_records(pipeline, [FE_LOG])
