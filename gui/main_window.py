@@ -30,6 +30,7 @@ from fuselens.gui.pane import Pane, diff_status
 from fuselens.gui.pass_panel import PassPanel
 from fuselens.gui.presentation import PresentationParts, install_presentation
 from fuselens.gui.properties import PropertiesPanel, show_body_table
+from fuselens.gui.py_passes import install_py_passes
 from fuselens.gui.run_panel import install_run_panel
 from fuselens.gui.search import SearchHits
 from fuselens.gui.selection import Selection, SelectionModel
@@ -83,10 +84,12 @@ class MainWindow(QMainWindow):
                               lambda title, text: show_error(self, title, text, self.statusBar()))
         self._connect()
         self.host = PanelHost(self, self.session, self.selection, self.workers, self.tensorflow, views,
-                              self.layout_done, self.set_config, self.chrome.toolbar)
+                              self.layout_done, self.set_config, self.jobs.fuse, self.chrome.toolbar)
         self.run_panel = install_run_panel(self.host)  # the Run & profile dock, Run menu and toolbar action
         self.debug_tools = install_debug_tools(self.host, self.match_list, self.run_panel)  # skips, bisect, compare
         self.stages_panel = install_stages_panel(self.host, self.chrome.open_dumps_action)  # the toolchain's dumps
+        self.py_passes = install_py_passes(self.host, self.pass_panel, self.chrome.file_menu,
+                                           self.chrome.recent_menu.menuAction())  # your ge.passes files, live
         parts = PresentationParts(self.panes, self.match_list, self.why_not)
         self.presentation = install_presentation(self.host, parts)  # View > Presentation (F11): full screen, keys
 
