@@ -16,7 +16,13 @@ from fuselens.core.formats.loaders import load_model
 from fuselens.core.graph import Graph, proto
 from fuselens.passes.config import PassConfig
 from fuselens.session import FusionJob, Stage, tensorflow_helper
-from fuselens.session.tensorflow_helper import FAULT_ENV, TensorFlowHelper, fusion_needs_tensorflow, needs_tensorflow
+from fuselens.session.tensorflow_helper import (
+    FAULT_ENV,
+    TensorFlowHelper,
+    TimedOut,
+    fusion_needs_tensorflow,
+    needs_tensorflow,
+)
 from tests.gui.helpers import WAIT_MS, close_window, make_window, open_and_wait, wait_idle
 
 
@@ -60,6 +66,24 @@ def test_tensorflow_errors_in_the_helper_are_one_line(tmp_path):
         with pytest.raises(FuseLensError, match="no task 'nothing'"):
             helper.call("nothing", None, "testing")
         assert helper.pid is not None  # an error is not a death
+    finally:
+        helper.stop()
+
+
+def test_a_request_past_its_timeout_is_killed_and_a_new_helper_started(tmp_path):
+    """A request that never ends (here a read from a pipe nobody writes; in the window an endless loop in a
+    user's pass) is cancelled at its timeout: the helper is killed, a fresh one is up for the next request."""
+    pipe = tmp_path / "never.pb"
+    os.mkfifo(pipe)
+    helper = TensorFlowHelper()
+    try:
+        helper.start()
+        first = helper.pid
+        with pytest.raises(TimedOut, match=r"^the pass ran longer than 0\.5 s: cancelled$"):
+            helper.call("load", str(pipe), "the pass", timeout_s=0.5)
+        assert helper.pid is not None and helper.pid != first
+        with pytest.raises(FuseLensError, match="no task 'nothing'"):  # the new helper answers
+            helper.call("nothing", None, "testing")
     finally:
         helper.stop()
 
