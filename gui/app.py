@@ -1,9 +1,10 @@
-"""The GUI entry point: `run_gui(model)` creates the QApplication and the main window."""
+"""The GUI entry point: `run_gui(model, py_passes)` creates the QApplication and the main window."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
@@ -23,8 +24,9 @@ def missing_display() -> bool:
     return not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def run_gui(model: str | None = None) -> int:
-    """Open the window (on `model`, a path or sample name, when given) and run the event loop."""
+def run_gui(model: str | None = None, py_passes: Sequence[str] = ()) -> int:
+    """Open the window (on `model`, a path or sample name, when given; with the user's `ge.passes` files
+    `py_passes` open and watched) and run the event loop."""
     if QApplication.instance() is None and missing_display():
         print(NO_DISPLAY, file=sys.stderr)
         return 2
@@ -34,6 +36,8 @@ def run_gui(model: str | None = None) -> int:
     app.setDesktopFileName("fuselens")  # the menu entry `make install-desktop` writes, and its icon
     app.setWindowIcon(QIcon(str(resource("desktop", "fuselens.svg"))))
     window = MainWindow()
+    for path in py_passes:
+        window.py_passes.open_file(path)
     if model:
         window.open_when_painted(model)
     window.show()
