@@ -80,7 +80,8 @@ class PyPasses(QObject):
             self.open_file(path)
 
     def open_file(self, path: str, *, edit: bool = False) -> None:
-        """Run the passes of `path` with the others, watch it, and (`edit`) open it in $EDITOR."""
+        """Run the passes of `path` (a file, or a folder as ASCEND_GE_PY_PASS_PATH takes one: its .py files are
+        watched) with the others, watch it, and (`edit`) open it in $EDITOR."""
         path = str(Path(path).resolve())
         if not Path(path).exists():
             self.host.status.showMessage(f"{path}: no such pass file", 10000)
@@ -88,7 +89,7 @@ class PyPasses(QObject):
         files = self.host.session.pass_files
         if path not in files.paths:
             files = replace(files, paths=(*files.paths, path))
-        self.watch.watch([path])
+        self.watch.watch(sorted(map(str, Path(path).rglob("*.py"))) if Path(path).is_dir() else [path])
         self.timer.start()
         self.dock.show()
         self.dock.raise_()
