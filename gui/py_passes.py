@@ -62,7 +62,7 @@ class PyPasses(QObject):
                                        "a ge.passes file (or a folder of them, as ASCEND_GE_PY_PASS_PATH takes): "
                                        "its passes run with the others and again on every save")
         self.template_menu = QMenu("New pass from template", host.window)
-        self.template_menu.aboutToShow.connect(self._fill_templates)
+        self._fill_templates()
         self.selection_action = make_action(host.window, "New pass from selection…", self.new_from_selection,
                                             tip="a pattern skeleton of the nodes selected in the before pane, "
                                                 "matching them, opened in $EDITOR")
@@ -110,9 +110,11 @@ class PyPasses(QObject):
             self.host.fuse(job)
 
     def _fill_templates(self) -> None:
-        self.template_menu.clear()
         for template in pass_templates():
-            self.template_menu.addAction(template.stem, lambda t=template: self.new_from_template(t))
+            action = make_action(self.template_menu, f"{template.stem}…", lambda t=template: self.new_from_template(t),
+                                 tip=f"a copy of the template {template.name}, written where you say, opened and "
+                                     "watched")
+            self.template_menu.addAction(action)
         if self.template_menu.isEmpty():
             self.template_menu.addAction("(no templates installed)").setEnabled(False)
 

@@ -9,13 +9,15 @@ helper, and the window keeps its last good result.
 
 from __future__ import annotations
 
+import linecache
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from fuselens.core.graph import Graph
 from fuselens.passes.config import PassConfig
+from fuselens.passes.ge_python import UserCodeError
 from fuselens.passes.pipeline import PipelineResult
 
 DEFAULT_TIMEOUT_S = 10.0  # a user's pass that runs longer on a sample is taken for an endless loop
@@ -89,13 +91,39 @@ def cancelled_run(text: str, passes: Sequence[UserPass] = ()) -> PassFileRun:
 
 def run_pass_files(graph: Graph, config: PassConfig, files: PassFiles,
                    progress: Callable[[str], None] = lambda _text: None) -> PassFileRun:
-    """Load `files` and run the pipeline with their passes on `graph` (in the process that may run user
-    code: the TensorFlow helper for the window, the CLI's own)."""
-    from fuselens.passes.ge_python import run_with_pass_files
+    """Load `files` and run the pipeline with their passes on `graph`, in the process that may run user code
+    (the TensorFlow helper for the window). A file that does not load runs nothing: the errors come back
+    and no pipeline, so the window keeps its last good result. The pipeline comes back with `config` (the
+    caller's, which knows no user pass: the user's classes stay in this process)."""
+    from fuselens.passes.pipeline import run_pipeline
 
     start = time.perf_counter()
-    outcome: Any = run_with_pass_files(graph, config, files.paths, off=files.off, progress=progress)
-    return PassFileRun(outcome.pipeline, [UserPass(p.name, p.stage, p.file, p.name not in files.off)
-                                          for p in outcome.passes],
-                       [CodeError(e.message, tuple(CodeFrame(*f) for f in e.frames)) for e in outcome.errors],
-                       outcome.ge, time.perf_counter() - start)
+    loaded = config.with_py_passes(files.paths)
+    load = loaded.py_pass_load
+    passes = [UserPass(p.name, p.stage, p.source, p.name not in files.off) for p in load.passes]
+    errors = [code_error(e) for e in load.errors]
+    pipeline = None
+    if not errors:
+        loaded = loaded.with_passes([p.name for p in passes if not p.on], on=False)
+        pipeline = run_pipeline(graph, loaded, progress=lambda pass_id, i, n: progress(
+            f"fusing: {pass_id} ({i + 1}/{n})"))
+        pipeline.config = config
+        errors = [code_error(e) for r in pipeline.results for e in getattr(r, "user_errors", ())]
+    return PassFileRun(pipeline, passes, errors, load.ge_note(), time.perf_counter() - start)
+
+
+_FRAME = re.compile(r'^  File "(?P<file>.+)", line (?P<line>\d+), in (?P<function>.+)\n(?:    (?P<text>.*)\n)?',
+                    re.MULTILINE)
+
+
+def code_error(error: UserCodeError) -> CodeError:
+    """The loader's record of an exception in the user's code, as the panel shows it: its message (and the
+    hook it came from), and the user's frames from its traceback, outermost first (a syntax error: the
+    line Python names)."""
+    hook = f" (in {error.phase} of {error.pass_name})" if error.pass_name else ""
+    frames = tuple(CodeFrame(m["file"], int(m["line"]), m["function"], m["text"] or "")
+                   for m in _FRAME.finditer(error.traceback))
+    if not frames and error.line:
+        frames = (CodeFrame(error.file, error.line, error.function or "<module>",
+                            linecache.getline(error.file, error.line).strip()),)
+    return CodeError(error.message + hook, frames)

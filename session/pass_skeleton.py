@@ -14,11 +14,12 @@ from __future__ import annotations
 import keyword
 import re
 import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fuselens.core.errors import FuseLensError
 from fuselens.core.graph import Graph, TensorRef
+from fuselens.passes.ge_python.optable import OPS, ge_type
 
 DEFAULT_PASS_NAME = "SelectionFusionPass"
 
@@ -31,7 +32,7 @@ class Skeleton:
     pass_name: str
     nodes: tuple[str, ...]  # the pattern's op nodes, in the order the pattern builds them
     inputs: tuple[str, ...]  # the tensors (`node` or `node:port`) that are the pattern's inputs, in index order
-    outputs: tuple[str, ...]  # the tensors the pattern returns
+    outputs: tuple[str, ...]  # the nodes whose outputs the pattern returns
 
 
 def snake_case(name: str) -> str:
@@ -61,55 +62,45 @@ def _class_name(pass_name: str) -> str:
 
 
 def pattern_skeleton(graph: Graph, names: Iterable[str], *, pass_name: str = DEFAULT_PASS_NAME,
-                     ge_op_type: Callable[[str], str] = str, source: str = "") -> Skeleton:
-    """The skeleton pass for the selected `names` of `graph` (FuseLensError for a selection with no op in it)."""
+                     source: str = "") -> Skeleton:
+    """The skeleton pass for the selected `names` of `graph`; FuseLensError for a selection with no op in it or
+    with an op FuseLens's `ge.es` has no function for (naming it)."""
     chosen = {n for n in names if n in graph}
     order = graph.topological_index()
     ops = sorted((n for n in chosen if graph.inputs(n)), key=order.__getitem__)
     if not ops:
         raise FuseLensError("select the nodes of the pattern in the before pane first (at least one node that "
                             "reads a tensor: a constant or a placeholder alone is no pattern)")
+    missing = sorted({f"{ge_type(graph.op(n))} ({n})" for n in ops if ge_type(graph.op(n)) not in OPS})
+    if missing:
+        raise FuseLensError(f"FuseLens's ge.es has no op function for {', '.join(missing)}; its op table has "
+                            f"{', '.join(sorted(OPS))}")
     taken: set[str] = set()
-    inputs: dict[TensorRef, str] = {}
-    values: dict[TensorRef, str] = {}  # a selected op's output tensor -> the expression naming it
+    inputs: dict[TensorRef, str] = {}  # a tensor from outside -> its `inputs[i]`
+    values: dict[str, str] = {}  # a selected op -> the variable of its output (every op in the table has one)
     lines: list[str] = []
-    op_types: set[str] = set()
     for name in ops:
         args = []
         for ref in graph.inputs(name):
-            if ref.node in ops and ref in values:
-                args.append(values[ref])
+            if ref.node in values:
+                args.append(values[ref.node])
             else:
-                if ref not in inputs:
-                    inputs[ref] = f"inputs[{len(inputs)}]"
-                args.append(inputs[ref])
-        op = ge_op_type(graph.op(name))
-        op_types.add(op)
-        var = _identifier(name, taken)
-        ports = sorted({c.port for c in graph.consumers(name)} | {0})
-        call = f"{op}({', '.join(args)})"
-        lines.append(f"    {var} = {call}  # {name}")
-        for port in ports:
-            values[TensorRef(name, port)] = var if ports == [0] else f"{var}[{port}]"
-    outputs = []
-    selected_ops = set(ops)
-    for name in ops:
-        readers = graph.consumers(name)
-        ports = sorted({c.port for c in readers if c.node not in selected_ops})
-        if not readers:
-            ports = [0]
-        outputs += [TensorRef(name, port) for port in ports]
-    returned = [values[ref] for ref in outputs]
-    lines.append(f"    return {', '.join(returned)}")
+                args.append(inputs.setdefault(ref, f"inputs[{len(inputs)}]"))
+        values[name] = _identifier(name, taken)
+        lines.append(f"    {values[name]} = {ge_type(graph.op(name))}({', '.join(args)})  # {name}")
+    # What the pattern returns: the ops read from outside the selection, or by nobody (the graph's outputs).
+    outputs = [n for n in ops if not graph.consumers(n) or any(c.node not in values for c in graph.consumers(n))]
+    lines.append(f"    return {', '.join(values[n] for n in outputs)}")
     class_name = _class_name(pass_name)
-    chain = " -> ".join(ge_op_type(graph.op(n)) for n in ops)
+    chain = " -> ".join(ge_type(graph.op(n)) for n in ops)
     about = (f"Its pattern is the selection as it was: {chain}; the tensors it reads from outside the selection are "
              f"the pattern's inputs ({', '.join(map(str, inputs)) or 'none'}). It matches that structure and, until "
              "`replacement` builds the fused form, builds it again unchanged. Deploy it with "
              "ASCEND_GE_PY_PASS_PATH=/path/to/this_file.py (FuseLens: --py-pass this_file.py).")
     text = _FILE.format(count=len(ops), source=f" of {source}" if source else "", about=textwrap.fill(about, 100),
-                        ops=", ".join(sorted(op_types)), name=pass_name, cls=class_name, body="\n".join(lines))
-    return Skeleton(text, pass_name, tuple(ops), tuple(str(r) for r in inputs), tuple(str(r) for r in outputs))
+                        ops=", ".join(sorted({ge_type(graph.op(n)) for n in ops})), name=pass_name, cls=class_name,
+                        body="\n".join(lines))
+    return Skeleton(text, pass_name, tuple(ops), tuple(map(str, inputs)), tuple(outputs))
 
 
 _FILE = '''"""{name}: a ge.passes fusion pass started in FuseLens from {count} selected nodes{source}.
