@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "fuselens.cli.npu_cmd": ("stages", "diff", "ledger"),
     "fuselens.cli.hosts_cmd": ("hosts", "runs"),
     "fuselens.cli.debug_cmd": ("bisect", "diff-config"),
+    "fuselens.cli.py_pass_cmd": ("py-pass",),
 }
 
 

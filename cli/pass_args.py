@@ -1,4 +1,4 @@
-"""The pass-selection options of `fuse`, `run`, `import-profile` and `export-npu-script`.
+"""The pass-selection options of `fuse`, `run`, `ledger`, `import-profile` and `export-npu-script`.
 
 Only the options live here: `passes.config.PassConfig.from_args` turns them into the one
 configuration the pipeline, the runner and the NPU bundle take, as the window's pass panel does.
@@ -26,6 +26,9 @@ def add_pass_selection_args(parser: argparse.ArgumentParser) -> None:
                        help="the toolchain's enable_scope_fusion_passes: comma-separated scope pass names to switch on")
     group.add_argument("--scope-rules", action="append", metavar="FILE",
                        help="a YAML or JSON file of user scope fusion rules (repeatable)")
+    group.add_argument("--py-pass", action="append", metavar="PATH",
+                       help="a GE Python pass file (ge.passes) or a directory of them, loaded as GE loads "
+                            "ASCEND_GE_PY_PASS_PATH (repeatable; ASCEND_GE_PY_PASS_PATH itself is read too)")
     group.add_argument("--autofuse-flags", type=flag_string, metavar="STR",
                        help="AutoFuse switches in AUTOFUSE_FLAGS syntax, e.g. "
                             '--autofuse-flags "--enable_autofuse=true;--autofuse_enable_pass=reduce"')

@@ -8,15 +8,17 @@ toolchain, so a configuration travels both ways between FuseLens and the toolcha
 * `AUTOFUSE_FLAGS`: `--enable_autofuse=true;--autofuse_enable_pass=reduce` (`with_autofuse_flags`);
 * the fusion switch file: JSON with an optional `ALL`, or `Pass:on|off` lines (`with_switch_file`).
 
-User scope rule files are part of a configuration: their rules join this configuration's
-catalog only (`catalog()`), never a process-wide registry, so two configurations with
-different rule files can live side by side (the window and a comparison, two tests).
+User scope rule files and GE Python pass files (`with_py_passes`) are part of a configuration: their
+rules and passes join this configuration's catalog only (`catalog()`), never a process-wide registry,
+so two configurations with different rule files can live side by side (the window and a comparison,
+two tests).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -28,8 +30,16 @@ from fuselens.core.formats.switch_file import FusionSwitches, SwitchForms, parse
 from fuselens.passes.autofuse.autofuse_pass import AutoFusePass
 from fuselens.passes.autofuse.flags import AutofuseFlags, parse_autofuse_flags
 from fuselens.passes.base import FusionPass
+from fuselens.passes.ge_python.engine import pass_classes
+from fuselens.passes.ge_python.loader import (
+    ENV_PASS_PATH,
+    PassLoad,
+    describe_load_errors,
+    load_pass_files,
+    pass_path_entries,
+)
 from fuselens.passes.registry import catalog as builtin_catalog
-from fuselens.passes.registry import find_pass
+from fuselens.passes.registry import find_pass, pass_order
 from fuselens.passes.scope.user_rules import UserRule, catalog_with_rules, load_rule_file
 from fuselens.passes.switch import SCOPE
 
@@ -57,6 +67,8 @@ class PassConfig:
     skipped_matches: frozenset[str] = frozenset()
     foreign_switches: FusionSwitches = field(default_factory=FusionSwitches)
     rules: tuple[UserRule, ...] = field(default=(), compare=False, repr=False)
+    py_pass_files: tuple[str, ...] = ()
+    py_load: PassLoad | None = field(default=None, compare=False, repr=False)  # loaded again after pickling
 
     # ---- construction ------------------------------------------------------------------------
     @classmethod
@@ -77,6 +89,11 @@ class PassConfig:
         config = cls.default()
         for path in getattr(args, "scope_rules", None) or []:
             config = config.with_scope_rules(path)
+        py_passes = [*pass_path_entries(os.environ.get(ENV_PASS_PATH, "")), *(getattr(args, "py_pass", None) or [])]
+        if py_passes:
+            config = config.with_py_passes(py_passes)
+            if config.py_pass_load.errors:
+                raise FuseLensError(describe_load_errors(config.py_pass_load))
         if getattr(args, "switch_file", None):
             config = config.with_switch_file(args.switch_file)
         if getattr(args, "enable_scope_passes", None):
@@ -92,8 +109,9 @@ class PassConfig:
         return config.with_skipped(skips) if skips else config
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled without its catalog: user rule classes are made at run time and rebuilt on demand."""
-        return {k: v for k, v in self.__dict__.items() if k != "_catalog"}
+        """Pickled without its catalog and its loaded pass files: user rule classes and GE Python passes are
+        made at run time and rebuilt on demand (the pass files are loaded again where they run)."""
+        return {**{k: v for k, v in self.__dict__.items() if k != "_catalog"}, "py_load": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -101,7 +119,22 @@ class PassConfig:
     # ---- the catalog this configuration sees ---------------------------------------------------
     @cached_property
     def _catalog(self) -> list[type[FusionPass]]:
-        return catalog_with_rules(self.rules)
+        passes = catalog_with_rules(self.rules)
+        known = {c.id: c for c in passes}
+        for cls in pass_classes(self.py_pass_load):
+            if cls.id in known:
+                raise FuseLensError(f"{cls.registered.source}: GE Python pass {cls.id} has the name of the "
+                                    f"{known[cls.id].family} pass {cls.id}; give it a name of its own")
+            known[cls.id] = cls
+        return sorted(known.values(), key=pass_order)
+
+    @property
+    def py_pass_load(self) -> PassLoad:
+        """What loading this configuration's GE Python pass files gave (passes, the user's errors)."""
+        if self.py_load is None:
+            object.__setattr__(self, "py_load", load_pass_files(self.py_pass_files))
+        assert self.py_load is not None
+        return self.py_load
 
     def catalog(self) -> list[type[FusionPass]]:
         """Built-in passes with this configuration's user rules, in toolchain order."""
@@ -195,6 +228,14 @@ class PassConfig:
         config = replace(self, scope_rule_files=(*self.scope_rule_files, str(path)), rules=(*self.rules, *rules))
         config._catalog  # noqa: B018  (a rule that clashes with an AMCT or AutoFuse pass is an error now)
         return config
+
+    def with_py_passes(self, paths: Iterable[str | Path]) -> PassConfig:
+        """GE Python pass files and directories (ASCEND_GE_PY_PASS_PATH's rules) join this configuration,
+        their passes switched on; the user's load errors are `py_pass_load.errors`, not raised."""
+        files = (*self.py_pass_files, *map(str, paths))
+        load = load_pass_files(files)
+        names = {p.name for p in load.passes}
+        return replace(self, py_pass_files=files, py_load=load, enabled=self.enabled | names)
 
     def without_scope_rules(self) -> PassConfig:
         kept = frozenset(c.id for c in builtin_catalog()) & self.enabled

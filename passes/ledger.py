@@ -6,7 +6,10 @@ matches it rewrote. Written as a fusion_result.json (`fuse --ledger F.json`), it
 the toolchain's own file, and `compare_with_toolchain` sets the two side by side.
 
 Only some FuseLens passes can appear in the toolchain's file: FE records its own graph and UB
-fusion passes, so a FuseLens pass with a GE name is checked count for count, while scope fusion
+fusion passes, and GE records a user's Python pass (ge.passes) under its registered name in the same
+recorder, counted as GE counts it (`GePassResult.match_times` / `effect_times`: a match refused by
+meet_requirements or the cycle check is matched, a partial match is not); so a FuseLens pass with a
+GE name and a user's Python pass are checked count for count, while scope fusion
 (the TF parser), AMCT (offline, before the toolchain) and AutoFuse (after FE) leave no trace
 there and are checked against the dumps and the profile instead.
 """
@@ -16,6 +19,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fuselens.core.ascend.ge.fusion_result import GRAPH_FUSION, GraphLedger, LedgerRow, PassCount, compare_ledgers
+from fuselens.passes.base import PassResult
+from fuselens.passes.ge_python.engine import FAMILY as GE_PYTHON
+from fuselens.passes.ge_python.engine import GePassResult
 from fuselens.passes.pipeline import PipelineResult
 
 DEFAULT_GRAPH = "0_0"
@@ -35,9 +41,15 @@ def pipeline_ledger(pipeline: PipelineResult, graph: str = DEFAULT_GRAPH) -> Gra
     """Every pass that ran, under graph_fusion, with its matches (near misses included) and rewrites."""
     ledger = GraphLedger(graph)
     for result in pipeline.results:
-        effected = result.match_count
-        ledger.add(PassCount(result.pass_id, GRAPH_FUSION, effected + result.near_miss_count, effected))
+        ledger.add(PassCount(result.pass_id, GRAPH_FUSION, *toolchain_counts(result)))
     return ledger
+
+
+def toolchain_counts(result: PassResult) -> tuple[int, int]:
+    """(match_times, effect_times) as the toolchain would record them for this pass's run."""
+    if isinstance(result, GePassResult):
+        return result.match_times, result.effect_times
+    return result.match_count + result.near_miss_count, result.match_count
 
 
 def compare_with_toolchain(pipeline: PipelineResult, toolchain: GraphLedger) -> list[LedgerRow]:
@@ -45,7 +57,8 @@ def compare_with_toolchain(pipeline: PipelineResult, toolchain: GraphLedger) -> 
     predicted = pipeline_ledger(pipeline, toolchain.graph)
     config = pipeline.config
     notes = {r.pass_id: WHY_UNRECORDED.get(config.get_pass(r.pass_id).family, "") for r in pipeline.results}
-    rows = compare_ledgers(predicted, toolchain, recorded=FE_PASS_NAMES, unrecorded_notes=notes)
+    recorded = FE_PASS_NAMES | {r.pass_id for r in pipeline.results if config.get_pass(r.pass_id).family == GE_PYTHON}
+    rows = compare_ledgers(predicted, toolchain, recorded=recorded, unrecorded_notes=notes)
     known = {c.id for c in config.catalog()}
     return [replace(row, status="disagree", note="the toolchain ran this pass; it is switched off in this FuseLens "
                     "configuration") if row.status == "not_modelled" and row.name in known else row for row in rows]

@@ -4,8 +4,8 @@ One table (each pass class's metadata) drives the CLI, the GUI pass panel and th
 Order follows the toolchain: scope fusion (TF parser) -> AMCT -> AutoFuse. A built-in pass is a
 module of its family's package (passes/scope/, passes/amct/, passes/autofuse/) whose class is
 `@register`ed; every module of those packages is imported when the catalog is first read, so a new
-pass module needs no list to join. User scope rules are not registered here: they belong to the
-`PassConfig` that loads them.
+pass module needs no list to join. User scope rules and GE Python pass files are not registered here:
+they belong to the `PassConfig` that loads them (passes/ge_python/ has no built-in pass).
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from collections.abc import Iterable
 from fuselens.core.errors import FuseLensError
 from fuselens.passes.base import FusionPass
 
-FAMILIES = ("scope", "amct", "autofuse")
-FAMILY_TITLES = {"scope": "Scope fusion (TF parser)", "amct": "AMCT pre-quantization", "autofuse": "AutoFuse"}
+FAMILIES = ("scope", "amct", "ge_python", "autofuse")
+FAMILY_TITLES = {"scope": "Scope fusion (TF parser)", "amct": "AMCT pre-quantization",
+                 "ge_python": "GE Python passes (ge.passes)", "autofuse": "AutoFuse"}
 _REGISTRY: dict[str, type[FusionPass]] = {}
 
 
@@ -42,9 +43,10 @@ def mirror_catalog(classes: Iterable[type[FusionPass]]) -> None:
         register(cls)
 
 
-def pass_order(cls: type[FusionPass]) -> tuple[int, int, str]:
-    """Toolchain order: family, then the order inside the family."""
-    return FAMILIES.index(cls.family), cls.order, cls.id
+def pass_order(cls: type[FusionPass]) -> tuple[float, int, str]:
+    """Toolchain order: family, then the order inside the family. A GE Python pass has the position of
+    its stage instead (`pipeline_position`: AfterOriginGraphOptimize runs after AutoFuse)."""
+    return getattr(cls, "pipeline_position", FAMILIES.index(cls.family)), cls.order, cls.id
 
 
 @functools.cache

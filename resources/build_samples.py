@@ -140,6 +140,18 @@ def build_matmul_mul(rng: np.random.Generator) -> None:
     tf.multiply(y, tf.constant(np.float32(1.5), name="mul/y"), name="mul")
 
 
+def build_matmul_add_chain(rng: np.random.Generator) -> None:
+    """Two dense layers (MatMul + BiasAdd, MatMul + Add) and an Add of a bare zero: what a GE Python pass's
+    templates (resources/ge_passes/) match."""
+    x = placeholder([4, 8], "input")
+    y = tf.matmul(x, weight(rng, (8, 16), "dense1/kernel"), name="dense1/MatMul")
+    y = tf.nn.bias_add(y, weight(rng, (16,), "dense1/bias"), name="dense1/BiasAdd")
+    y = tf.nn.relu(y, name="dense1/Relu")
+    y = tf.matmul(y, weight(rng, (16, 16), "dense2/kernel"), name="dense2/MatMul")
+    y = tf.raw_ops.Add(x=y, y=weight(rng, (16,), "dense2/bias", read=False), name="dense2/Add")
+    tf.raw_ops.Add(x=y, y=tf.constant(np.float32(0.0), name="add_zero/y"), name="add_zero")
+
+
 def build_group_conv_bn(rng: np.random.Generator) -> None:
     x = placeholder([1, 16, 16, 16], "input")
     parts = tf.split(x, 4, axis=3, name="group_conv/split")

@@ -45,6 +45,8 @@ SAMPLES: dict[str, Sample] = {
         Sample("depthwise_bn", "DepthwiseConv2dNative (channel multiplier 2) + FusedBatchNormV3", ("amct",)),
         Sample("conv_bias_mul", "Conv2D + BiasAdd + Mul by a scalar Const", ("amct",)),
         Sample("matmul_mul", "MatMul + BiasAdd + Mul by a scalar Const", ("amct",)),
+        Sample("matmul_add_chain", "MatMul + BiasAdd, MatMul + Add and an Add of a zero Const: the GE Python "
+               "pass templates' patterns (MatMul + Add -> GEMM, Add(x, 0) -> x)", ("ge_python",)),
         Sample("group_conv_bn", "Group conv: Split + 4 x Conv2D + ConcatV2 on channels + FusedBatchNormV3",
                ("amct",)),
         Sample("keras_bn_small_ops", "Conv2D + Keras BatchNormalization as small ops, in the four variants "

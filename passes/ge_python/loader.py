@@ -104,6 +104,15 @@ class PassLoad:
                 "files": self.files, "unsupported": self.unsupported, "api": self.api, "real_ge": self.real_ge}
 
 
+def describe_load_errors(load: PassLoad) -> str:
+    """The load's errors for a terminal: a count, then each error's line and the user's own frames."""
+    parts = [f"{len(load.errors)} error(s) in GE Python pass files:"]
+    for error in load.errors:
+        parts.append(f"  {error.one_line()}")
+        parts += [f"    {line}" for line in error.traceback.splitlines() if error.traceback != error.message]
+    return "\n".join(parts)
+
+
 def pass_path_entries(value: str) -> list[str]:
     """An ASCEND_GE_PY_PASS_PATH value as its entries (':'-separated, blanks dropped)."""
     return [item.strip() for item in value.split(os.pathsep) if item.strip()]

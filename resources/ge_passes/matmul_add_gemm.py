@@ -4,10 +4,11 @@ Deploy it as it is: `export ASCEND_GE_PY_PASS_PATH=$PWD/matmul_add_gemm.py` befo
 `pyatc ...`); try it first with `fuselens py-pass check matmul_add_gemm.py --model M`.
 
 GE's TensorFlow parser names tf.matmul's op MatMulV2 (TensorFlow's MatMul is GE's MatMulV2), so the
-first pattern is over MatMulV2; the second catches batched matmuls.
+patterns are over MatMulV2: plus an Add, plus a BiasAdd (a Keras Dense layer), and the batched
+BatchMatMulV2 plus an Add. GEMM computes alpha * (a @ b) + beta * c.
 """
 
-from ge.es.all import GEMM, BatchMatMulV2, MatMulV2
+from ge.es.all import GEMM, BatchMatMulV2, BiasAdd, MatMulV2
 from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
 
 
@@ -17,6 +18,11 @@ class MatMulAddToGemmPass(PatternFusionPass):
     def matmul_add(self, inputs):
         a, b, c = inputs[:3]
         return MatMulV2(a, b) + c
+
+    @pattern
+    def matmul_bias_add(self, inputs):
+        a, b, c = inputs[:3]
+        return BiasAdd(MatMulV2(a, b), c)
 
     @pattern
     def batch_matmul_add(self, inputs):

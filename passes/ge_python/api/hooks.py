@@ -61,8 +61,7 @@ class PassContext:
 
     def get_option_value(self, key: str) -> str:
         if key not in self._options:
-            raise RuntimeError(f"option {key!r} is not set (FuseLens passes options with --py-pass-option "
-                               f"KEY=VALUE)")
+            raise RuntimeError(f"option {key!r} is not set in this FuseLens run")
         return self._options[key]
 
     def take_message(self) -> str:

@@ -212,7 +212,7 @@ class Node:
 
     @property
     def type(self) -> str:
-        op = self._graph.op(self._name)
+        op = self._graph.op_type(self._name)
         return "Const" if op in CONST_TYPES else ge_type(op)
 
     def _tf_attr(self, key: str) -> str:
