@@ -136,7 +136,8 @@ class TensorFlowHelper:
              timeout_s: float | None = None) -> Any:
         """Send one request and wait for its value; FuseLensError when it fails or the helper dies,
         Cancelled when `cancelled()` said so and the helper did not finish within CANCEL_GRACE_S,
-        TimedOut when it ran longer than `timeout_s` (the helper is killed and a new one started).
+        TimedOut when it ran longer than `timeout_s` from its first progress line (the helper is killed and a
+        new one started; the time the helper took to get to it, importing TensorFlow say, is not counted).
         `request_graph` is the graph in `payload` (see `_request_graph`), wherever the value holds it."""
         with self._lock:
             child = self._ensure()
@@ -152,7 +153,7 @@ class TensorFlowHelper:
     def _receive(self, child: ChildProcess, number: int, progress: Progress, cancelled: IsCancelled,
                  request_graph: Graph | None, timeout_s: float | None = None) -> Any:
         cancel_seen: float | None = None
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        deadline: float | None = None  # set by the request's first progress line: the helper has started it
         while True:
             if deadline is not None and time.monotonic() > deadline:
                 raise self._timed_out(child, timeout_s)
@@ -176,6 +177,8 @@ class TensorFlowHelper:
             if replied_to != number:
                 continue
             if kind == "progress":
+                if timeout_s is not None and deadline is None:
+                    deadline = time.monotonic() + timeout_s
                 progress(body)
             elif kind == "error":
                 raise FuseLensError(body)
@@ -315,6 +318,7 @@ def _work(kind: str, payload: Any, progress: Progress) -> Any:
         _register(registered)
         return job.fuse(progress, lambda: False)
     if kind == "py_passes":
+        progress("running your passes")  # the request's timeout starts now (TensorFlowHelper._receive)
         job, registered = payload
         _register(registered)
         return run_pass_files(job.graph, job.config, job.pass_files, progress)

@@ -16,6 +16,7 @@ from fuselens.core.formats.loaders import load_model
 from fuselens.core.graph import Graph, proto
 from fuselens.passes.config import PassConfig
 from fuselens.session import FusionJob, Stage, tensorflow_helper
+from fuselens.session.pass_files import PassFiles
 from fuselens.session.tensorflow_helper import (
     FAULT_ENV,
     TensorFlowHelper,
@@ -70,17 +71,38 @@ def test_tensorflow_errors_in_the_helper_are_one_line(tmp_path):
         helper.stop()
 
 
-def test_a_request_past_its_timeout_is_killed_and_a_new_helper_started(tmp_path):
-    """A request that never ends (here a read from a pipe nobody writes; in the window an endless loop in a
-    user's pass) is cancelled at its timeout: the helper is killed, a fresh one is up for the next request."""
-    pipe = tmp_path / "never.pb"
-    os.mkfifo(pipe)
+ENDLESS_PASS = """
+from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
+
+
+@register_fusion_pass(name="EndlessPass", stage=PassStage.BEFORE_INFER_SHAPE)
+class EndlessPass(PatternFusionPass):
+    @pattern
+    def add(self, inputs):
+        return inputs[0] + inputs[1]
+
+    def meet_requirements(self, match_result):
+        while True:
+            pass
+
+    def replacement(self, inputs):
+        return inputs[0]
+"""
+
+
+def test_a_pass_that_never_ends_is_cancelled_at_its_timeout_and_a_new_helper_started(tmp_path):
+    """An endless loop in a user's pass: the request is cancelled at its timeout (counted from when the helper
+    started it), the helper killed, and a fresh one answers the next request."""
+    path = tmp_path / "endless.py"
+    path.write_text(ENDLESS_PASS)
+    job = FusionJob(1, load_model("matmul_add_chain").graph, PassConfig.default(),
+                    PassFiles((str(path),), timeout_s=1.0))
     helper = TensorFlowHelper()
     try:
         helper.start()
         first = helper.pid
-        with pytest.raises(TimedOut, match=r"^the pass ran longer than 0\.5 s: cancelled$"):
-            helper.call("load", str(pipe), "the pass", timeout_s=0.5)
+        with pytest.raises(TimedOut, match=r"^the pass ran longer than 1 s: cancelled$"):
+            helper.run_pass_files(job, lambda _text: None, lambda: False)
         assert helper.pid is not None and helper.pid != first
         with pytest.raises(FuseLensError, match="no task 'nothing'"):  # the new helper answers
             helper.call("nothing", None, "testing")
