@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QApplication
 
 from fuselens.core.package_data import resource
 from fuselens.gui.main_window import MainWindow
+from fuselens.passes.ge_python import ENV_PASS_PATH, pass_path_entries
 
 NO_DISPLAY = ("fuselens: error: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); "
               "run it on a desktop, over `ssh -X`, or under `xvfb-run`, or use the command line "
@@ -25,8 +26,8 @@ def missing_display() -> bool:
 
 
 def run_gui(model: str | None = None, py_passes: Sequence[str] = ()) -> int:
-    """Open the window (on `model`, a path or sample name, when given; with the user's `ge.passes` files
-    `py_passes` open and watched) and run the event loop."""
+    """Open the window (on `model`, a path or sample name, when given; with the user's `ge.passes` files open
+    and watched: ASCEND_GE_PY_PASS_PATH's entries, then `py_passes`) and run the event loop."""
     if QApplication.instance() is None and missing_display():
         print(NO_DISPLAY, file=sys.stderr)
         return 2
@@ -36,7 +37,7 @@ def run_gui(model: str | None = None, py_passes: Sequence[str] = ()) -> int:
     app.setDesktopFileName("fuselens")  # the menu entry `make install-desktop` writes, and its icon
     app.setWindowIcon(QIcon(str(resource("desktop", "fuselens.svg"))))
     window = MainWindow()
-    for path in py_passes:
+    for path in [*pass_path_entries(os.environ.get(ENV_PASS_PATH, "")), *py_passes]:  # as GE reads them
         window.py_passes.open_file(path)
     if model:
         window.open_when_painted(model)

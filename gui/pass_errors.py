@@ -42,7 +42,7 @@ class PassErrorPanel(QWidget):
                  open_file: Callable[[str, int], object] = open_in_editor):
         super().__init__(parent)
         self.report, self.open_file = report, open_file
-        self.summary = QLabel("No pass file open: File > Open pass file… (Ctrl+Shift+P)", self)
+        self.summary = QLabel(self)
         self.summary.setWordWrap(True)
         self.tree = QTreeWidget(self)
         self.tree.setHeaderHidden(True)

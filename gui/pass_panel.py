@@ -146,8 +146,9 @@ class PassPanel(QWidget):
         like the others (the group goes when no pass file has a pass; rows keep their place across runs)."""
         self.user_passes = list(passes)
         self.tree.blockSignals(True)
-        if self.user_group is None and passes:
-            self.user_group = QTreeWidgetItem(self.tree, [USER_PASSES_TITLE, ""])
+        if self.user_group is None and passes:  # first: the passes being written are the ones looked at
+            self.user_group = QTreeWidgetItem([USER_PASSES_TITLE, ""])
+            self.tree.insertTopLevelItem(0, self.user_group)
             self.user_group.setFlags(Qt.ItemFlag.ItemIsEnabled)
             self.user_group.setToolTip(0, "the passes your ge.passes files register (File > Open pass file…); "
                                           "they run at their stage, again on every save")

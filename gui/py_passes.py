@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 TEMPLATE_FOLDER = ("ge_passes",)  # under resources/: the shipped pass templates, one .py file each
 PASS_FILTER = "Python pass files (*.py);;All files (*)"
+PANEL_HEIGHT = 190
+NO_FILE = "No pass file open: File > Open pass file… (Ctrl+Shift+P), or New pass from template / from selection"
 
 
 def pass_templates() -> list[Path]:
@@ -51,8 +53,9 @@ class PyPasses(QObject):
         super().__init__(host.window)
         self.host, self.pass_panel = host, pass_panel
         self.panel = PassErrorPanel(lambda text: host.status.showMessage(text, 10000), host.window)
+        self.panel.show_errors(NO_FILE, [])
         self.dock = host.add_bottom_dock(self.panel, "Your passes")
-        self.dock.hide()  # until a pass file is opened
+        self.dock.hide()  # until a pass file is opened (then PANEL_HEIGHT high: the graphs keep the room)
         self.watch = FileWatch()
         self.timer = QTimer(self)
         self.timer.setInterval(int(POLL_S * 1000))
@@ -63,6 +66,9 @@ class PyPasses(QObject):
                                        "its passes run with the others and again on every save")
         self.template_menu = QMenu("New pass from template", host.window)
         self._fill_templates()
+        self.close_action = make_action(host.window, "Close pass files", self.close_files,
+                                        tip="stop watching your pass files and fuse without their passes")
+        self.close_action.setEnabled(False)
         self.selection_action = make_action(host.window, "New pass from selection…", self.new_from_selection,
                                             tip="a pattern skeleton of the nodes selected in the before pane, "
                                                 "matching them, opened in $EDITOR")
@@ -71,7 +77,7 @@ class PyPasses(QObject):
 
     @property
     def actions(self) -> list[QAction]:
-        return [self.open_action, self.template_menu.menuAction(), self.selection_action]
+        return [self.open_action, self.template_menu.menuAction(), self.selection_action, self.close_action]
 
     # ---- opening ----------------------------------------------------------------------------------
     def open_dialog(self) -> None:
@@ -91,12 +97,24 @@ class PyPasses(QObject):
             files = replace(files, paths=(*files.paths, path))
         self.watch.watch(sorted(map(str, Path(path).rglob("*.py"))) if Path(path).is_dir() else [path])
         self.timer.start()
-        self.dock.show()
+        self.close_action.setEnabled(True)
+        if not self.dock.isVisible():
+            self.dock.show()
+            self.host.resize_dock(self.dock, PANEL_HEIGHT)
         self.dock.raise_()
         self.panel.show_errors(f"{Path(path).name}: loading its passes…", [])
         self.set_pass_files(files)
         if edit:
             self.edit(path)
+
+    def close_files(self) -> None:
+        """No pass files any more: nothing watched, their passes gone from the panel, fused without them."""
+        self.timer.stop()
+        self.watch = FileWatch()
+        self.close_action.setEnabled(False)
+        self.pass_panel.show_user_passes([])
+        self.panel.show_errors(NO_FILE, [])
+        self.set_pass_files(replace(self.host.session.pass_files, paths=(), off=frozenset()))
 
     def edit(self, path: str, line: int = 1) -> None:
         try:
@@ -111,7 +129,8 @@ class PyPasses(QObject):
 
     def _fill_templates(self) -> None:
         for template in pass_templates():
-            action = make_action(self.template_menu, f"{template.stem}…", lambda t=template: self.new_from_template(t),
+            action = make_action(self.template_menu, f"{template.stem}…",
+                                 lambda _checked=False, t=template: self.new_from_template(t),
                                  tip=f"a copy of the template {template.name}, written where you say, opened and "
                                      "watched")
             self.template_menu.addAction(action)

@@ -80,7 +80,7 @@ class PassFileRun:
     def summary(self) -> str:
         names = ", ".join(f"{p.name} ({p.stage}{'' if p.on else ', off'})" for p in self.passes) or "no pass"
         errors = f"; {len(self.errors)} error(s) in the pass code" if self.errors else ""
-        against = f"; against {self.ge}" if self.ge else ""
+        against = f"; {self.ge}" if self.ge else ""  # "ran against FuseLens's ge (...)"
         return f"{names}{errors}{against} ({self.seconds * 1000:.0f} ms)"
 
 

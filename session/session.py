@@ -153,6 +153,8 @@ class Session:
         """The user's pass files (opened, saved again, a pass switched): like `set_config`, the fusion that
         brings the after graph up to date (the files' new text), or None while there is none to run."""
         self.pass_files = files
+        if not files:
+            self.pass_run = None  # its passes and errors were the closed files'
         self._emit("pass_files")
         return self._job_if_ready()
 

@@ -10,8 +10,9 @@ import time
 from dataclasses import replace
 
 import pytest
-from PySide6.QtWidgets import QFileDialog, QInputDialog
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox
 
+from fuselens.core.package_data import resource
 from fuselens.gui.pass_panel import USER_PASSES_TITLE
 from fuselens.passes.ge_python import load_pass_files
 from fuselens.session.pass_files import PassFiles
@@ -164,3 +165,28 @@ def test_a_pattern_skeleton_from_selected_nodes_matches_them(qtbot, window, tmp_
     skeleton = pattern_skeleton(window.session.graph("before"), selected, pass_name="MyDenseBiasPass")
     assert skeleton.inputs == ("input", "dense1/kernel/ReadVariableOp", "dense1/bias/ReadVariableOp")
     assert skeleton.outputs == ("dense1/BiasAdd",)
+
+
+def test_new_pass_from_template_writes_a_copy_opens_and_runs_it(qtbot, window, tmp_path, monkeypatch, dialogs):
+    """File > New pass from template > matmul_add_gemm: a copy where the user says (an existing file is not
+    replaced unless they say yes), watched and run: the template's pass matches on the sample."""
+    open_and_wait(qtbot, window, SAMPLE)
+    target = tmp_path / "mine.py"
+    target.write_text("# the user's own file\n")
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *_a, **_k: (str(target), "")))
+    monkeypatch.setattr(QMessageBox, "question", staticmethod(lambda *_a, **_k: QMessageBox.StandardButton.No))
+    (action,) = [a for a in window.py_passes.template_menu.actions() if a.text() == "matmul_add_gemm…"]
+    action.trigger()  # as the menu does (with its `checked` argument)
+    assert target.read_text() == "# the user's own file\n" and window.session.pass_files.paths == ()
+    monkeypatch.setattr(QMessageBox, "question", staticmethod(lambda *_a, **_k: QMessageBox.StandardButton.Yes))
+    action.trigger()
+    qtbot.waitUntil(lambda: window.session.pass_run is not None and window.is_idle(), timeout=WAIT_MS)
+    assert target.read_text() == resource("ge_passes", "matmul_add_gemm.py").read_text()
+    assert window.session.pass_files.paths == (str(target),) and str(target) in window.py_passes.watch.paths
+    assert [p.name for p in window.session.pass_run.passes] == ["MatMulAddToGemmPass"]
+    assert window.session.pipeline.result("MatMulAddToGemmPass").matches
+
+    window.py_passes.close_files()  # File > Close pass files: fused without them again
+    qtbot.waitUntil(lambda: window.is_idle() and window.session.pipeline.result("MatMulAddToGemmPass") is None,
+                    timeout=WAIT_MS)
+    assert window.pass_panel.user_group is None and window.py_passes.watch.paths == []
