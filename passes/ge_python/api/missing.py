@@ -18,6 +18,8 @@ class UnsupportedGeApi(ImportError):
     """An API of the real `ge` that FuseLens's `ge` does not provide. An ImportError, so a pass that tries
     `from ge.es.math import X` and falls back on `except ImportError` behaves as on a host without it."""
 
+    __module__ = "builtins"  # shown in the user's traceback as `UnsupportedGeApi: ...`, like Python's own errors
+
     def __init__(self, api: str, hint: str = ""):
         self.api = api
         super().__init__(f"{api} is not provided by FuseLens's ge (it covers the ge.passes subset of "
