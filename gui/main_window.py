@@ -102,6 +102,7 @@ class MainWindow(QMainWindow):
         self.match_list.item_chosen.connect(lambda item: self.selection.select_item(item))
         for side, view in (("before", self.before), ("after", self.after)):
             view.node_clicked.connect(lambda key, s=side: self.select_key(s, key))
+            view.node_toggled.connect(lambda key, s=side: self.select_key(s, key, toggle=True))
             view.background_clicked.connect(self.selection.clear)
             view.node_activated.connect(lambda key, s=side: self._on_activated(s, key))
             view.body_table_requested.connect(lambda key, s=side: show_body_table(self.panes[s].shown_graph, key, self))
@@ -325,11 +326,16 @@ class MainWindow(QMainWindow):
         self.after.fit()
 
     # ---- selection ----------------------------------------------------------------------------------
-    def select_key(self, side: str, key: str) -> None:
+    def select_key(self, side: str, key: str, *, toggle: bool = False) -> None:
+        """Select what a pane's box stands for; `toggle` (Ctrl+click): add it to that pane's selection, or take
+        it out (several nodes: a pattern to start a pass from, File > New pass from selection)."""
         layout = self.panes[side].shown
         if layout is None or key not in layout.nodes:
             return
-        names = layout.nodes[key].members
+        names = frozenset(layout.nodes[key].members)
+        if toggle:
+            current = self.selection.current.before if side == "before" else self.selection.current.after
+            names = current - names if names <= current else current | names
         if side == "before":
             self.selection.select_original(names)
         else:

@@ -10,6 +10,7 @@ import time
 from dataclasses import replace
 
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox
 
 from fuselens.core.package_data import resource
@@ -142,11 +143,22 @@ def test_an_endless_loop_in_a_pass_is_cancelled_and_the_last_result_stays(qtbot,
 
 
 def test_a_pattern_skeleton_from_selected_nodes_matches_them(qtbot, window, tmp_path, monkeypatch):
-    """Select MatMul + BiasAdd in the before pane, New pass from selection: the file written loads, registers
-    its pass and matches exactly the selected nodes when the window runs it."""
+    """Click MatMul and Ctrl+click BiasAdd in the before pane, New pass from selection: the file written loads,
+    registers its pass and matches exactly the selected nodes when the window runs it."""
     open_and_wait(qtbot, window, SAMPLE)
     selected = ["dense1/MatMul", "dense1/BiasAdd"]
-    window.selection.select_original(selected)
+    view, ctrl = window.before, Qt.KeyboardModifier.ControlModifier
+
+    def click(name: str, modifier: Qt.KeyboardModifier, then: set[str]) -> None:
+        node = view.items_by_key[name].node
+        view.centerOn(node.x, node.y)
+        qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, modifier, view.mapFromScene(node.x, node.y))
+        qtbot.waitUntil(lambda: window.selection.current.before == frozenset(then))
+
+    click("dense1/MatMul", Qt.KeyboardModifier.NoModifier, {"dense1/MatMul"})
+    click("dense1/BiasAdd", ctrl, set(selected))  # Ctrl+click adds a node
+    click("dense1/BiasAdd", ctrl, {"dense1/MatMul"})  # and takes it out again
+    click("dense1/BiasAdd", ctrl, set(selected))
     target = tmp_path / "from_selection.py"
     monkeypatch.setattr(QInputDialog, "getText", staticmethod(lambda *_a, **_k: ("MyDenseBiasPass", True)))
     monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *_a, **_k: (str(target), "")))
