@@ -55,16 +55,13 @@ def _identifier(name: str, taken: set[str]) -> str:
     return found
 
 
-def _class_name(pass_name: str) -> str:
-    words = re.findall(r"[A-Za-z0-9]+", pass_name)
-    name = "".join(w[:1].upper() + w[1:] for w in words) or DEFAULT_PASS_NAME
-    return name if name[0].isalpha() else f"P{name}"
-
-
 def pattern_skeleton(graph: Graph, names: Iterable[str], *, pass_name: str = DEFAULT_PASS_NAME,
                      source: str = "") -> Skeleton:
     """The skeleton pass for the selected `names` of `graph`; FuseLensError for a selection with no op in it or
     with an op FuseLens's `ge.es` has no function for (naming it)."""
+    if not pass_name.isidentifier() or keyword.iskeyword(pass_name) or not pass_name.isascii():
+        raise FuseLensError(f"{pass_name!r} is no pass name for the skeleton: letters, digits and _, the class "
+                            "takes it too (e.g. MyMatMulAddPass)")
     chosen = {n for n in names if n in graph}
     order = graph.topological_index()
     ops = sorted((n for n in chosen if graph.inputs(n)), key=order.__getitem__)
@@ -91,14 +88,13 @@ def pattern_skeleton(graph: Graph, names: Iterable[str], *, pass_name: str = DEF
     # What the pattern returns: the ops read from outside the selection, or by nobody (the graph's outputs).
     outputs = [n for n in ops if not graph.consumers(n) or any(c.node not in values for c in graph.consumers(n))]
     lines.append(f"    return {', '.join(values[n] for n in outputs)}")
-    class_name = _class_name(pass_name)
     chain = " -> ".join(ge_type(graph.op(n)) for n in ops)
     about = (f"Its pattern is the selection as it was: {chain}; the tensors it reads from outside the selection are "
              f"the pattern's inputs ({', '.join(map(str, inputs)) or 'none'}). It matches that structure and, until "
              "`replacement` builds the fused form, builds it again unchanged. Deploy it with "
              "ASCEND_GE_PY_PASS_PATH=/path/to/this_file.py (FuseLens: --py-pass this_file.py).")
     text = _FILE.format(count=len(ops), source=f" of {source}" if source else "", about=textwrap.fill(about, 100),
-                        ops=", ".join(sorted({ge_type(graph.op(n)) for n in ops})), name=pass_name, cls=class_name,
+                        ops=", ".join(sorted({ge_type(graph.op(n)) for n in ops})), name=pass_name, cls=pass_name,
                         body="\n".join(lines))
     return Skeleton(text, pass_name, tuple(ops), tuple(map(str, inputs)), tuple(outputs))
 
