@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     commands = p.add_subparsers(dest="py_pass_command", metavar="ACTION", required=True)
     check = commands.add_parser("check", help="load pass files, list their passes and patterns, run them on a model")
     check.add_argument("paths", nargs="+", metavar="PATH", help="a pass file or a directory of them (GE's rules)")
-    check.add_argument("--model", help="run the passes on this model (a file, a directory or a sample name)")
+    check.add_argument("--model", help="run the passes on this graph: a model (a file, a directory or a sample "
+                                       "name), a GE dump file or DIR:STAGE (a stage of a dump folder)")
     check.add_argument("--seed", type=int, default=0, help="seed of the random inputs of the numeric proof")
     check.add_argument("--no-proof", action="store_true", help="skip the numeric proof (it needs TensorFlow)")
     add_input_args(check)
@@ -74,13 +75,13 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def _run_on_model(args: argparse.Namespace, config: Any) -> tuple[list[str], dict[str, Any], list[Any], list[str]]:
-    from fuselens.core.formats.loaders import load_model
+    from fuselens.core.ascend.ge.open import open_graph
     from fuselens.passes.ge_python.engine import GePassResult
     from fuselens.passes.ge_python.proof import prove
     from fuselens.passes.pipeline import run_pipeline
 
-    model = load_model(args.model)
-    pipeline = run_pipeline(model.graph, config)
+    graph, _ = open_graph(args.model)
+    pipeline = run_pipeline(graph, config)
     lines = [f"on {args.model}:"]
     results = [r for r in pipeline.results if isinstance(r, GePassResult)]
     errors, unsupported = [], []

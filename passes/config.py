@@ -296,6 +296,7 @@ class PassConfig:
     def to_json(self) -> dict[str, Any]:
         return {"enabled": sorted(self.enabled), "autofuse_flags": self.autofuse.to_string(),
                 "scope_rule_files": list(self.scope_rule_files), "skipped_matches": sorted(self.skipped_matches),
+                **({"py_pass_files": list(self.py_pass_files)} if self.py_pass_files else {}),
                 "foreign_switches": {k: v for k, v in self.foreign_switches.sections().items() if v}}
 
     @classmethod
@@ -305,6 +306,8 @@ class PassConfig:
             for path in data.get("scope_rule_files", []):
                 config = config.with_scope_rules(path)
             config = config.with_autofuse_flags(data.get("autofuse_flags", ""))
+            if data.get("py_pass_files"):
+                config = config.with_py_passes(data["py_pass_files"])
             config = replace(config, enabled=frozenset(config._switchable(data.get("enabled", []))))
             foreign = data.get("foreign_switches", {})
             skipped = frozenset(map(config._canonical_match_id, data.get("skipped_matches", [])))

@@ -18,6 +18,13 @@ lacks is reported by name. The public interface, kept stable for the front ends:
 * `run_py_passes(graph, paths, config=None) -> (PipelineResult, PassLoad)`: the two steps at once.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fuselens.passes.ge_python.engine import GePassResult, GePythonPass
 from fuselens.passes.ge_python.loader import (
     ENV_PASS_PATH,
     PassLoad,
@@ -28,5 +35,20 @@ from fuselens.passes.ge_python.loader import (
     pass_path_entries,
 )
 
-__all__ = ["ENV_PASS_PATH", "PassLoad", "RegisteredPass", "UserCodeError", "load_env_passes", "load_pass_files",
-           "pass_path_entries"]
+if TYPE_CHECKING:
+    from fuselens.core.graph import Graph
+    from fuselens.passes.config import PassConfig
+    from fuselens.passes.pipeline import PipelineResult
+
+__all__ = ["ENV_PASS_PATH", "GePassResult", "GePythonPass", "PassLoad", "RegisteredPass", "UserCodeError",
+           "load_env_passes", "load_pass_files", "pass_path_entries", "run_py_passes"]
+
+
+def run_py_passes(graph: Graph, paths: Iterable[str | Path],
+                  config: PassConfig | None = None) -> tuple[PipelineResult, PassLoad]:
+    """Load pass files into `config` (default: no built-in pass but the general ones) and run the pipeline."""
+    from fuselens.passes.config import PassConfig
+    from fuselens.passes.pipeline import run_pipeline
+
+    configured = (config or PassConfig.from_ids([])).with_py_passes(paths)
+    return run_pipeline(graph, configured), configured.py_pass_load

@@ -43,7 +43,7 @@ from fuselens.passes.ge_python.api.missing import take_asked
 from fuselens.passes.ge_python.api.views import Node, TargetGraph
 from fuselens.passes.ge_python.loader import PassLoad, RegisteredPass, UserCodeError, user_error
 from fuselens.passes.ge_python.matcher import Found, Partial, check_pattern, coordinates, match_at
-from fuselens.passes.ge_python.optable import ge_type
+from fuselens.passes.ge_python.optable import node_type
 from fuselens.passes.ge_python.scope import ge_importable
 from fuselens.passes.ge_python.splice import ReplacementError, Spliced, splice
 
@@ -196,7 +196,7 @@ class GePythonPass(FusionPass):
                 if new_graph is not graph:
                     graph = new_graph
                     wanted = pattern.graph.outputs[0].node.op_type
-                    fresh = [n for n in graph.nodes if n not in listed and ge_type(graph.op_type(n)) == wanted]
+                    fresh = [n for n in graph.nodes if n not in listed and node_type(graph, n) == wanted]
                     sequence += fresh
                     listed.update(fresh)
         return graph
@@ -242,9 +242,9 @@ class GePythonPass(FusionPass):
             self._report(result, "replacement", str(error), type(instance).replacement)
             return graph
         result.effect_times += 1
-        kinds = [graph.op_type(n) for n in matched if graph.op(n) != "Const"]
+        kinds = [node_type(graph, n) for n in matched if graph.op(n) != "Const"]
         made = [new_graph.op_type(n) for n in spliced.created if new_graph.op(n) != "Const"] or ["its input"]
-        match.summary = f"{pattern.graph.name}: {' + '.join(ge_type(k) for k in kinds)} -> {' + '.join(made)}"
+        match.summary = f"{pattern.graph.name}: {' + '.join(kinds)} -> {' + '.join(made)}"
         match.details.update({"replacement": made, "outputs": spliced.outputs})
         match.index = len(result.matches)
         result.matches.append(match)
@@ -260,9 +260,9 @@ class GePythonPass(FusionPass):
             return graph
         context = self._context()
         wanted = set(self.registered.op_types)
-        for name in [n for n in graph.nodes if ge_type(graph.op_type(n)) in wanted]:
+        for name in [n for n in graph.nodes if node_type(graph, n) in wanted]:
             producers = list(dict.fromkeys(graph.inputs(name)))
-            outputs = [TensorRef(name, k) for k in range(max(1, len(graph.node_outputs(name))))]
+            outputs = [TensorRef(name, k) for k in range(Node(graph, name).get_outputs_size())]
             found = Found(Pattern(BuiltGraph(name, [], [])), name, {name: name}, dict(enumerate(producers)),
                           outputs, [])
             graph = self._one_node(graph, name, found, instance, context, result)
@@ -290,7 +290,7 @@ class GePythonPass(FusionPass):
             self._report(result, "replacement", str(error), type(instance).replacement)
             return graph
         result.effect_times += 1
-        match = Match(self.id, name, (name,), (name,), f"{ge_type(graph.op_type(name))} {name} decomposed",
+        match = Match(self.id, name, (name,), (name,), f"{node_type(graph, name)} {name} decomposed",
                       {"node": name}, {"outputs": spliced.outputs}, index=len(result.matches))
         result.matches.append(match)
         result.rewrites.append(_rewrite(self.id, match.index, spliced))

@@ -175,7 +175,8 @@ def _load_one(kind: str, path: Path, load: PassLoad) -> None:
         take_registrations()  # a module that failed half-way registers nothing
         load.errors.append(user_error(error, "load", load.roots))
         return
-    load.files.append(str(Path(module.__file__ or path).resolve()))
+    origin = module.__spec__.origin if module.__spec__ is not None else None
+    load.files.append(str(Path(origin or path).resolve()))
     for registration in take_registrations():
         load.passes.append(RegisteredPass(registration.name, registration.stage.value, registration.kind,
                                           registration.source or str(path), registration.line,

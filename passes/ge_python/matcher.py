@@ -29,7 +29,7 @@ import numpy as np
 from fuselens.core.graph import Graph, TensorRef
 from fuselens.passes.ge_python.api.builder import Pattern, PatternNode
 from fuselens.passes.ge_python.api.hooks import PatternMatcherConfig
-from fuselens.passes.ge_python.optable import CONST_TYPES, ge_type, tf_attr_name
+from fuselens.passes.ge_python.optable import CONST_TYPES, node_attr_name, node_type
 
 
 @dataclass
@@ -123,11 +123,11 @@ class _Walk:
             return ""
         if p_node.is_const:
             if op not in CONST_TYPES:
-                return f"{t_node} is {ge_type(op)}, the pattern needs a Const"
+                return f"{t_node} is {node_type(graph, t_node)}, the pattern needs a Const"
             if self.config.const_value_match and p_node.value is not None:
                 return _value_mismatch(p_node.value, graph.const_value(t_node), t_node)
             return ""
-        found = "Const" if op in CONST_TYPES else ge_type(op)
+        found = "Const" if op in CONST_TYPES else node_type(graph, t_node)
         if found != p_node.op_type:
             renamed = f" (TensorFlow's {op})" if op != found else ""
             return f"{t_node} is {found}{renamed}, the pattern needs {p_node.op_type}"
@@ -135,7 +135,7 @@ class _Walk:
             for key, wanted in p_node.ir_attrs().items():
                 if key.startswith("_"):
                     continue
-                have = graph.attr(t_node, tf_attr_name(p_node.op_type, key), _default(p_node, key))
+                have = graph.attr(t_node, node_attr_name(graph, p_node.op_type, key), _default(p_node, key))
                 if not _same_attr(have, wanted):
                     return f"{t_node}'s {key} is {have!r}, the pattern needs {wanted!r} (IR attribute match is on)"
         return ""
@@ -184,7 +184,7 @@ def check_pattern(pattern: Pattern) -> str:
 def coordinates(graph: Graph, pattern: Pattern) -> list[str]:
     """Graph nodes of the op type of the pattern's first output, in graph order."""
     wanted = pattern_outputs(pattern)[0][0].op_type
-    return [name for name in graph.nodes if ge_type(graph.op_type(name)) == wanted]
+    return [name for name in graph.nodes if node_type(graph, name) == wanted]
 
 
 def match_at(graph: Graph, pattern: Pattern, config: PatternMatcherConfig, coordinate: str) -> Found | Partial:
@@ -209,7 +209,7 @@ def _remaining(graph: Graph, walk: _Walk, outputs: list[tuple[PatternNode, int]]
         return walk
     node, port = outputs[index]
     last: Partial | None = None
-    for candidate in (n for n in graph.nodes if ge_type(graph.op_type(n)) == node.op_type):
+    for candidate in (n for n in graph.nodes if node_type(graph, n) == node.op_type):
         trial = walk.copy()
         if trial.branch(coordinate, node, port, candidate):
             done = _remaining(graph, trial, outputs, index + 1, coordinate)

@@ -16,10 +16,14 @@ alpha * MatMul(a, b) + beta * c).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fuselens.core.graph import Graph
 
 # TensorFlow op -> GE op type, where GE's TF parser renames (see the module docstring).
 TF_TO_GE: Mapping[str, str] = MappingProxyType({
@@ -102,6 +106,30 @@ def tf_attr_name(ge_type_name: str, ge_attr: str) -> str:
     """Where a GE attribute of this op lives in a TensorFlow NodeDef (transpose_x1 -> transpose_a)."""
     spec = OPS.get(ge_type_name)
     return spec.tf_attr(ge_attr) if spec is not None else ge_attr
+
+
+_GE_GRAPHS: weakref.WeakKeyDictionary[Graph, bool] = weakref.WeakKeyDictionary()
+
+
+def is_ge_graph(graph: Graph) -> bool:
+    """Whether `graph` is a GE graph dump (core/ascend/ge/convert.py: it has a NetOutput), whose op types
+    and attribute names are GE's already; asked once per graph."""
+    found = _GE_GRAPHS.get(graph)
+    if found is None:
+        found = _GE_GRAPHS[graph] = any(graph.op(name) == "NetOutput" for name in graph.nodes)
+    return found
+
+
+def node_type(graph: Graph, name: str) -> str:
+    """A node's op type as a GE pass sees it: a dump's as it is, a TensorFlow graph's as GE's parser names it
+    (a fused call node's `_fused_op_type`)."""
+    op = graph.op_type(name)
+    return op if is_ge_graph(graph) else ge_type(op)
+
+
+def node_attr_name(graph: Graph, ge_type_name: str, ge_attr: str) -> str:
+    """Where a GE attribute lives in this graph's NodeDef."""
+    return ge_attr if is_ge_graph(graph) else tf_attr_name(ge_type_name, ge_attr)
 
 
 # What a GE-only op computes, in TensorFlow ops, for the numeric proof: op -> one line for the docs.

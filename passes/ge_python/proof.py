@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from fuselens.passes.ge_python.engine import GePassResult
+from fuselens.passes.ge_python.optable import is_ge_graph
 from fuselens.passes.pipeline import PipelineResult
 
 
@@ -61,6 +62,8 @@ def prove(pipeline: PipelineResult, *, seed: int = 0, shapes: Mapping[str, Seque
     if structure_only:
         return Proof("structure_only", f"structure only: {', '.join(structure_only)} has no TensorFlow "
                                        f"equivalent here")
+    if is_ge_graph(pipeline.original):
+        return Proof("structure_only", "structure only: a GE graph dump runs on the host, not in TensorFlow")
     if not any(r.match_count for r in results):
         return Proof("nothing_rewritten", "no GE Python pass rewrote anything: nothing to prove")
     from fuselens.core.formats.execute import random_feeds, run_graph

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fuselens.core.errors import FuseLensError
 from fuselens.core.graph import Graph, GraphEditor, TensorRef, proto
 from fuselens.core.graph.fused import FUSED_NODES_ATTR, FUSED_OP_TYPE_ATTR, FUSION_PASS_ATTR
 from fuselens.core.graph.nodes import make_const, make_node
@@ -114,7 +115,10 @@ def _node_names(editor: GraphEditor, found: Found, replacement: BuiltGraph, remo
 def _dtype(graph: Graph, editor: GraphEditor, ref: TensorRef) -> int:
     """The data type of a tensor of the graph being edited."""
     if ref.node in graph and ref.node in editor and editor.node(ref.node) is graph.node(ref.node):
-        return graph.output_dtype(ref.node, ref.port)
+        try:
+            return graph.output_dtype(ref.node, ref.port)
+        except FuseLensError:  # a GE op of a dump: no TensorFlow definition to read it from
+            return proto.DT_FLOAT
     node = editor.node(ref.node)
     for key in ("T", "dtype"):
         if key in node.attr:

@@ -50,3 +50,14 @@ def test_a_broken_pass_file_is_an_error_before_fusing(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("fuselens: error: 1 error(s) in GE Python pass files:")
     assert f"{path}, line 2: ValueError: half written" in err
+
+
+def test_check_on_a_dump_file(load_sample, tmp_path, capsys):
+    from tests.npu_artifacts import ge_ops, ge_proto_text
+
+    dump = tmp_path / "ge_proto_00000001_graph_0_RunCustomPassBeforeInfershape.txt"
+    dump.write_text(ge_proto_text(ge_ops(load_sample("matmul_add_chain"))), encoding="utf-8")
+    assert main(["py-pass", "check", str(GEMM_EXPRESSION), "--model", str(dump)]) == 0
+    out = capsys.readouterr().out
+    assert "dense2/MatMul is MatMul, the pattern needs MatMulV2" in out  # a dump's types are GE's: not renamed
+    assert "proof: structure only: a GE graph dump runs on the host" in out

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 
 import pytest
@@ -153,3 +154,14 @@ def test_load_errors_stop_the_command_line_selection(tmp_path):
     with pytest.raises(FuseLensError, match=r"1 error\(s\) in GE Python pass files:\n  .*broken.py, line 1: "
                                             r"RuntimeError: not yet"):
         PassConfig.from_args(argparse.Namespace(py_pass=[str(path)]))
+
+
+def test_a_configuration_keeps_its_pass_files_when_pickled_and_saved(tmp_path):
+    import pickle
+
+    config = PassConfig.from_ids([]).with_py_passes([GEMM_EXPRESSION])
+    copy = pickle.loads(pickle.dumps(config))  # a helper process's copy loads the files again
+    assert copy.py_load is None and copy.pass_ids()[-1] == "MatMulAddToGemmPass"
+    assert copy.get_pass("MatMulAddToGemmPass").registered.source == str(GEMM_EXPRESSION)
+    saved = PassConfig.from_json(json.loads(json.dumps(config.to_json())))
+    assert saved.py_pass_files == (str(GEMM_EXPRESSION),) and saved.is_enabled("MatMulAddToGemmPass")

@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from fuselens.core.errors import FuseLensError
 from fuselens.core.graph import Graph, attr_value, proto
 from fuselens.passes.ge_python.api.missing import missing_attribute, unsupported
-from fuselens.passes.ge_python.optable import CONST_TYPES, ge_type, tf_attr_name
+from fuselens.passes.ge_python.optable import CONST_TYPES, node_attr_name, node_type
 
 
 class DataType(IntEnum):
@@ -194,10 +195,17 @@ def tensor_desc(graph: Graph, node: str, port: int) -> TensorDesc:
     dims = [-1 if d is None else int(d) for d in shape] if shape is not None else [-2]
     try:
         dtype = ge_data_type(graph.output_dtype(node, port))
-    except (KeyError, ValueError, IndexError):
-        dtype = DataType.DT_UNDEFINED
+    except (KeyError, ValueError, IndexError, FuseLensError):  # a GE op of a dump has no TensorFlow definition
+        dtype = _dump_dtype(graph, node, port)
     data_format = _FORMATS.get(str(graph.attr(node, "data_format", "")), Format.FORMAT_ND)
     return TensorDesc(dims, data_format, dtype)
+
+
+def _dump_dtype(graph: Graph, node: str, port: int) -> DataType:
+    """A dump's data type, from the `_output_dtypes` GE wrote (in GE's spelling: DT_FLOAT, DT_FLOAT16)."""
+    names = graph.attr(node, "_output_dtypes", []) if node in graph else []
+    name = names[port] if isinstance(names, list) and port < len(names) else ""
+    return DataType.__members__.get(str(name), DataType.DT_UNDEFINED)
 
 
 class Node:
@@ -213,10 +221,10 @@ class Node:
     @property
     def type(self) -> str:
         op = self._graph.op_type(self._name)
-        return "Const" if op in CONST_TYPES else ge_type(op)
+        return "Const" if op in CONST_TYPES else node_type(self._graph, self._name)
 
     def _tf_attr(self, key: str) -> str:
-        return tf_attr_name(self.type, key)
+        return node_attr_name(self._graph, self.type, key)
 
     def has_attr(self, attr_name: str) -> bool:
         return self._tf_attr(attr_name) in self._graph.node(self._name).attr
@@ -235,7 +243,10 @@ class Node:
         return len(self._graph.inputs(self._name))
 
     def get_outputs_size(self) -> int:
-        return max(1, len(self._graph.node_outputs(self._name)))
+        try:
+            return max(1, len(self._graph.node_outputs(self._name)))
+        except FuseLensError:  # a GE op of a dump: as many outputs as GE described
+            return max(1, len(self._graph.recorded_shapes(self._name) or []))
 
     def get_input_desc(self, index: int) -> TensorDesc:
         inputs = self._graph.inputs(self._name)
