@@ -93,28 +93,33 @@ class PyPasses(QObject):
             self.host.status.showMessage(f"{path}: no such pass file", 10000)
             return
         files = self.host.session.pass_files
-        if path not in files.paths:
-            files = replace(files, paths=(*files.paths, path))
-        self.watch.watch(sorted(map(str, Path(path).rglob("*.py"))) if Path(path).is_dir() else [path])
-        self.timer.start()
-        self.close_action.setEnabled(True)
-        if not self.dock.isVisible():
-            self.dock.show()
-            self.host.resize_dock(self.dock, PANEL_HEIGHT)
-        self.dock.raise_()
         self.panel.show_errors(f"{Path(path).name}: loading its passes…", [])
-        self.set_pass_files(files)
+        self.set_pass_files(files if path in files.paths else replace(files, paths=(*files.paths, path)))
         if edit:
             self.edit(path)
 
     def close_files(self) -> None:
         """No pass files any more: nothing watched, their passes gone from the panel, fused without them."""
-        self.timer.stop()
-        self.watch = FileWatch()
-        self.close_action.setEnabled(False)
-        self.pass_panel.show_user_passes([])
-        self.panel.show_errors(NO_FILE, [])
         self.set_pass_files(replace(self.host.session.pass_files, paths=(), off=frozenset()))
+
+    def _follow_files(self) -> None:
+        """Watch the session's pass files, however they came (opened here, a saved configuration, the command
+        line); none: nothing watched, the user's passes gone from the panel."""
+        paths = self.host.session.pass_files.paths
+        if not paths:
+            self.timer.stop()
+            self.watch = FileWatch()
+            self.pass_panel.show_user_passes([])
+            self.panel.show_errors(NO_FILE, [])
+        for path in paths:
+            self.watch.watch(sorted(map(str, Path(path).rglob("*.py"))) if Path(path).is_dir() else [path])
+        self.close_action.setEnabled(bool(paths))
+        if paths:
+            self.timer.start()
+            if not self.dock.isVisible():
+                self.dock.show()
+                self.host.resize_dock(self.dock, PANEL_HEIGHT)
+            self.dock.raise_()
 
     def edit(self, path: str, line: int = 1) -> None:
         try:
@@ -196,6 +201,8 @@ class PyPasses(QObject):
 
     # ---- results ----------------------------------------------------------------------------------
     def _on_session(self, what: str) -> None:
+        if what == "pass_files":
+            self._follow_files()
         run = self.host.session.pass_run
         if what != "pass_run" or run is None:
             return

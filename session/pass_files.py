@@ -9,16 +9,20 @@ helper, and the window keeps its last good result.
 
 from __future__ import annotations
 
+import json
 import linecache
 import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from fuselens.core.graph import Graph
 from fuselens.passes.config import PassConfig
 from fuselens.passes.ge_python import UserCodeError
 from fuselens.passes.pipeline import PipelineResult
+from fuselens.passes.registry import find_pass
 
 DEFAULT_TIMEOUT_S = 10.0  # a user's pass that runs longer on a sample is taken for an endless loop
 
@@ -127,3 +131,31 @@ def code_error(error: UserCodeError) -> CodeError:
         frames = (CodeFrame(error.file, error.line, error.function or "<module>",
                             linecache.getline(error.file, error.line).strip()),)
     return CodeError(error.message + hook, frames)
+
+
+# ---- saved pass configurations, as the window reads and writes them ---------------------------------
+def config_json(config: PassConfig, files: PassFiles, run: PassFileRun | None) -> dict[str, Any]:
+    """The window's pass configuration as `PassConfig.to_json` writes one, its pass files included, with the
+    user's passes that were on among `enabled` (as the command line's `--py-pass` configuration has them)."""
+    data = config.to_json()
+    if files:
+        on = [p.name for p in run.passes if p.on] if run is not None else []
+        data.update(py_pass_files=list(files.paths), enabled=sorted({*data["enabled"], *on}))
+    return data
+
+
+def load_config(path: str) -> tuple[PassConfig, PassFiles]:
+    """A saved pass configuration as the window takes it, its GE Python pass files never loaded here: the
+    configuration without them, and them as PassFiles (they run in the TensorFlow helper). Its `enabled`
+    names that are no pass without those files are the user's passes: they are left out (the user's passes
+    come switched on)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = None
+    if not isinstance(data, dict) or not data.get("py_pass_files"):
+        return PassConfig.load(path), PassFiles()  # it says what is wrong with a file it cannot read
+    rest = {k: v for k, v in data.items() if k != "py_pass_files"}
+    probe = PassConfig.from_json({**rest, "enabled": []}, path).catalog()
+    enabled = [n for n in data.get("enabled", []) if find_pass(probe, n) is not None]
+    return PassConfig.from_json({**rest, "enabled": enabled}, path), PassFiles(tuple(data["py_pass_files"]))

@@ -202,3 +202,31 @@ def test_new_pass_from_template_writes_a_copy_opens_and_runs_it(qtbot, window, t
     qtbot.waitUntil(lambda: window.is_idle() and window.session.pipeline.result("MatMulAddToGemmPass") is None,
                     timeout=WAIT_MS)
     assert window.pass_panel.user_group is None and window.py_passes.watch.paths == []
+
+
+def test_user_code_never_runs_in_the_window_process_and_a_saved_configuration_keeps_the_files(
+        qtbot, window, tmp_path):
+    """The pass records the process it runs in, at import and in meet_requirements: never the window's. Save
+    pass configuration keeps the pass files; Open pass configuration opens them again as watched pass files
+    (the JSON is read here, the files are loaded in the helper)."""
+    pids = tmp_path / "pids.txt"
+    path = tmp_path / "my_pass.py"
+    record = f"open({str(pids)!r}, 'a').write(f'{{os.getpid()}}\\n')"
+    path.write_text(f"import os\n{record}\n" + PASS.replace("        return True\n",
+                                                          f"        {record}\n        return True\n"))
+    open_and_wait(qtbot, window, SAMPLE)
+    window.py_passes.open_file(str(path))
+    qtbot.waitUntil(lambda: window.session.pass_run is not None and window.is_idle(), timeout=WAIT_MS)
+    assert _matches(window) == 1
+    saved = tmp_path / "passes.json"
+    window.debug_tools.save_config(str(saved))
+    window.py_passes.close_files()
+    qtbot.waitUntil(lambda: window.is_idle() and window.session.pipeline.result(PASS_NAME) is None, timeout=WAIT_MS)
+
+    window.debug_tools.open_config(str(saved))
+    qtbot.waitUntil(lambda: window.is_idle() and window.session.pipeline.result(PASS_NAME) is not None,
+                    timeout=WAIT_MS)
+    assert window.session.pass_files.paths == (str(path),) and str(path) in window.py_passes.watch.paths
+    assert _matches(window) == 1 and window.py_passes.dock.isVisible()
+    ran_in = {int(line) for line in pids.read_text().split()}
+    assert ran_in and os.getpid() not in ran_in, ran_in
