@@ -237,6 +237,12 @@ class PassConfig:
         names = {p.name for p in load.passes}
         return replace(self, py_pass_files=files, py_load=load, enabled=self.enabled | names)
 
+    def with_py_load(self, paths: Iterable[str | Path], load: PassLoad) -> PassConfig:
+        """As `with_py_passes`, with a load made elsewhere (`PassLoad.from_json` of a helper process's): nothing
+        is executed here; a pickled copy loads the files again where it runs them."""
+        files = (*self.py_pass_files, *map(str, paths))
+        return replace(self, py_pass_files=files, py_load=load, enabled=self.enabled | {p.name for p in load.passes})
+
     def without_scope_rules(self) -> PassConfig:
         kept = frozenset(c.id for c in builtin_catalog()) & self.enabled
         return replace(self, scope_rule_files=(), rules=(), enabled=kept)

@@ -16,6 +16,11 @@ lacks is reported by name. The public interface, kept stable for the front ends:
   `GePassResult` (matches, near misses, rewrites as every pass gives them, plus GE's `match_times` /
   `effect_times`, the user's errors of that run and the numeric proof).
 * `run_py_passes(graph, paths, config=None) -> (PipelineResult, PassLoad)`: the two steps at once.
+* A window never runs the user's code: a helper process loads (`PassLoad.to_json()`), the window takes
+  `PassConfig.with_py_load(paths, PassLoad.from_json(data))` (the passes listed, nothing executed), and
+  a pickled copy of that configuration loads the files again where it runs them.
+* `proof.prove(pipeline) -> Proof`: the numeric proof (TensorFlow, original vs fused on random inputs),
+  or "structure only: GEMM has no TensorFlow equivalent here".
 """
 
 from __future__ import annotations

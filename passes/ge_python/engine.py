@@ -99,6 +99,9 @@ class GePythonPass(FusionPass):
         return self.apply(graph)[1]
 
     def apply(self, graph: Graph) -> tuple[Graph, PassResult]:
+        if self.registered.registration is None:
+            raise RuntimeError(f"{self.id} was described by another process and is not loaded in this one: "
+                               "run it where its files were loaded")
         start = time.perf_counter()
         result = GePassResult(self.id)
         take_asked()
@@ -139,6 +142,7 @@ class GePythonPass(FusionPass):
         return call
 
     def _instance(self, result: GePassResult) -> Any:
+        assert self.registered.registration is not None
         call = self._call(result, "init", self.registered.registration.cls)
         return call.value
 
@@ -164,7 +168,8 @@ class GePythonPass(FusionPass):
 
     def _report(self, result: GePassResult, phase: str, problem: str, function: Any = None) -> None:
         """A problem with what the user's code returned (no exception): at the hook's definition."""
-        target = inspect.unwrap(function or self.registered.registration.cls)
+        registration = self.registered.registration
+        target = inspect.unwrap(function or (registration.cls if registration else None))
         try:
             file, line = inspect.getsourcefile(target) or self.registered.source, inspect.getsourcelines(target)[1]
         except (OSError, TypeError):

@@ -69,11 +69,17 @@ class RegisteredPass:
     line: int
     class_name: str
     op_types: tuple[str, ...]
-    registration: Registration = field(repr=False, compare=False)
+    # None in a record read back from JSON (`PassLoad.from_json`): described, not loaded in this process
+    registration: Registration | None = field(repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "stage": self.stage, "kind": self.kind, "source": self.source, "line": self.line,
                 "class": self.class_name, "op_types": list(self.op_types)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RegisteredPass:
+        return cls(data["name"], data["stage"], data["kind"], data["source"], data["line"], data["class"],
+                   tuple(data.get("op_types", ())), None)
 
 
 @dataclass
@@ -101,7 +107,18 @@ class PassLoad:
 
     def to_json(self) -> dict[str, Any]:
         return {"passes": [p.to_json() for p in self.passes], "errors": [e.to_json() for e in self.errors],
-                "files": self.files, "unsupported": self.unsupported, "api": self.api, "real_ge": self.real_ge}
+                "files": self.files, "unsupported": self.unsupported, "api": self.api, "real_ge": self.real_ge,
+                "roots": list(self.roots)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PassLoad:
+        """A load another process made, described (a window shows the passes a helper process loaded, and runs
+        none of the user's code itself): its passes have no class here."""
+        errors = [UserCodeError(e["file"], e["line"], e["phase"], e["message"], e.get("traceback", ""),
+                                e.get("pass", ""), e.get("function", "")) for e in data.get("errors", [])]
+        return cls([RegisteredPass.from_json(p) for p in data.get("passes", [])], errors, list(data.get("files", [])),
+                   list(data.get("unsupported", [])), data.get("api", API_NAME), data.get("real_ge"),
+                   tuple(data.get("roots", ())))
 
 
 def describe_load_errors(load: PassLoad) -> str:

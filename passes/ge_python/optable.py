@@ -2,10 +2,13 @@
 GE's TensorFlow parser gives a TensorFlow op, and what a GE-only op computes in TensorFlow terms.
 
 A FuseLens graph is a TensorFlow GraphDef; a GE pass sees the graph GE's TF parser made of it. The
-parser keeps TensorFlow's op type for most ops; `TF_TO_GE` holds the ones it renames (each read in the
-parser plugin that registers it: `REGISTER_CUSTOM_OP("MatMulV2").OriginOpType("MatMul")` maps
-transpose_a/transpose_b to transpose_x1/transpose_x2). An op not in `TF_TO_GE` keeps its name; a
-Placeholder is a Data node, as GE names graph inputs.
+parser keeps TensorFlow's op type for most ops; `TF_TO_GE` holds the ones it renames: MatMul,
+DepthwiseConv2dNative and Mean as read in the parser plugin that registers each
+(`REGISTER_CUSTOM_OP("MatMulV2").OriginOpType("MatMul")` maps transpose_a/transpose_b to
+transpose_x1/transpose_x2), the others as GE's IR-to-TensorFlow table of its CPU engine pairs them
+(compiler/engines/cpu_engine/tf_engine/config/ir2tf: ReduceSum is TensorFlow's Sum). An op not in
+`TF_TO_GE` keeps its name (AddV2 is an op of GE's IR too); a Placeholder is a Data node, as GE names
+graph inputs.
 
 `OPS` is the op functions `ge.es.math`, `ge.es.nn` and `ge.es.all` offer: the IR inputs (optional ones
 may be None), the IR attributes with their defaults, and how the op is written back into a TensorFlow
@@ -27,9 +30,15 @@ if TYPE_CHECKING:
 
 # TensorFlow op -> GE op type, where GE's TF parser renames (see the module docstring).
 TF_TO_GE: Mapping[str, str] = MappingProxyType({
+    # the parser plugins
     "MatMul": "MatMulV2",
     "DepthwiseConv2dNative": "DepthwiseConv2D",
     "Mean": "ReduceMean",
+    # GE's IR-to-TensorFlow table
+    "Sum": "ReduceSum", "Max": "ReduceMax", "Min": "ReduceMin", "Prod": "ReduceProd", "All": "ReduceAll",
+    "Any": "ReduceAny", "Softmax": "SoftmaxV2", "LogSoftmax": "LogSoftmaxV2", "ArgMax": "ArgMaxV2",
+    "ResizeBilinear": "ResizeBilinearV2", "ResizeNearestNeighbor": "ResizeNearestNeighborV2", "TopKV2": "TopK",
+    # graph inputs
     "Placeholder": "Data",
     "PlaceholderWithDefault": "Data",
 })

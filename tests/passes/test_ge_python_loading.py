@@ -165,3 +165,24 @@ def test_a_configuration_keeps_its_pass_files_when_pickled_and_saved(tmp_path):
     assert copy.get_pass("MatMulAddToGemmPass").registered.source == str(GEMM_EXPRESSION)
     saved = PassConfig.from_json(json.loads(json.dumps(config.to_json())))
     assert saved.py_pass_files == (str(GEMM_EXPRESSION),) and saved.is_enabled("MatMulAddToGemmPass")
+
+
+def test_a_window_shows_passes_another_process_loaded_without_running_them(tmp_path, load_sample):
+    """The helper process loads (the user's code runs there), the window gets the load as JSON: its catalog
+    lists the passes, nothing of the user's runs in it; a pickled copy loads and runs them for real."""
+    import pickle
+
+    from fuselens.passes.ge_python import PassLoad
+    from fuselens.passes.pipeline import run_pipeline
+
+    marker = tmp_path / "imported"
+    path = write_pass(tmp_path, "counted.py", f"open({str(marker)!r}, 'a').write('x')\n"
+                      + PASS.format(name="CountedPass", stage="BEFORE_INFER_SHAPE"))
+    described = json.loads(json.dumps(load_pass_files([path]).to_json()))
+    assert marker.read_text() == "x"
+    window = PassConfig.from_ids([]).with_py_load([path], PassLoad.from_json(described))
+    assert window.get_pass("CountedPass").title == "CountedPass (GE Python pass, BeforeInferShape)"
+    assert marker.read_text() == "x"  # listed, not run
+    helper = pickle.loads(pickle.dumps(window))
+    pipeline = run_pipeline(load_sample("matmul_add_chain"), helper)
+    assert pipeline.result("CountedPass").effect_times == 1 and marker.read_text() == "xx"
