@@ -20,7 +20,7 @@ from typing import Any
 
 from fuselens.core.graph import Graph
 from fuselens.passes.config import PassConfig
-from fuselens.passes.ge_python import UserCodeError
+from fuselens.passes.ge_python import PassLoad, UserCodeError
 from fuselens.passes.pipeline import PipelineResult
 from fuselens.passes.registry import find_pass
 
@@ -80,6 +80,7 @@ class PassFileRun:
     errors: list[CodeError] = field(default_factory=list)
     ge: str = ""
     seconds: float = 0.0
+    load: dict[str, Any] = field(default_factory=dict)  # the loader's PassLoad as JSON: the passes, described
 
     def summary(self) -> str:
         names = ", ".join(f"{p.name} ({p.stage}{'' if p.on else ', off'})" for p in self.passes) or "no pass"
@@ -98,7 +99,7 @@ def run_pass_files(graph: Graph, config: PassConfig, files: PassFiles,
     """Load `files` and run the pipeline with their passes on `graph`, in the process that may run user code
     (the TensorFlow helper for the window). A file that does not load runs nothing: the errors come back
     and no pipeline, so the window keeps its last good result. The pipeline comes back with `config` (the
-    caller's, which knows no user pass: the user's classes stay in this process)."""
+    caller's: the user's classes stay in this process; the caller describes them, `described_config`)."""
     from fuselens.passes.pipeline import run_pipeline
 
     start = time.perf_counter()
@@ -113,7 +114,14 @@ def run_pass_files(graph: Graph, config: PassConfig, files: PassFiles,
             f"fusing: {pass_id} ({i + 1}/{n})"))
         pipeline.config = config
         errors = [code_error(e) for r in pipeline.results for e in getattr(r, "user_errors", ())]
-    return PassFileRun(pipeline, passes, errors, load.ge_note(), time.perf_counter() - start)
+    return PassFileRun(pipeline, passes, errors, load.ge_note(), time.perf_counter() - start, load.to_json())
+
+
+def described_config(config: PassConfig, files: PassFiles, run: PassFileRun) -> PassConfig:
+    """`config` with the passes a run of `files` found, described and not loaded (nothing of the user's runs
+    here): the configuration a pipeline of that run reports with (a fuse report, a lesson, a ledger)."""
+    described = config.with_py_load(files.paths, PassLoad.from_json(run.load))
+    return described.with_passes([p.name for p in run.passes if not p.on], on=False)
 
 
 _FRAME = re.compile(r'^  File "(?P<file>.+)", line (?P<line>\d+), in (?P<function>.+)\n(?:    (?P<text>.*)\n)?',

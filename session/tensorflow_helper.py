@@ -48,7 +48,7 @@ from fuselens.core.graph import Graph, opdefs
 from fuselens.core.runtime.childproc import ChildProcess
 from fuselens.passes.pipeline import PipelineResult
 from fuselens.passes.registry import catalog, mirror_catalog
-from fuselens.session.pass_files import PassFileRun, run_pass_files
+from fuselens.session.pass_files import PassFileRun, described_config, run_pass_files
 from fuselens.session.session import FusionJob
 
 if TYPE_CHECKING:
@@ -220,8 +220,8 @@ class TensorFlowHelper:
         registered = [(c.__module__, c.__qualname__) for c in catalog()]
         run: PassFileRun = self.call("py_passes", (job, registered), "the pass", progress, cancelled, job.graph,
                                      timeout_s=job.pass_files.timeout_s)
-        if run.pipeline is not None:
-            run.pipeline.config = job.config
+        if run.pipeline is not None:  # the caller's configuration, with the user's passes described, not loaded
+            run.pipeline.config = described_config(job.config, job.pass_files, run)
         return run
 
     def infer_shapes(self, graphs: list[Graph], progress: Progress, cancelled: IsCancelled) -> None:

@@ -5,6 +5,7 @@ nodes selected in the before pane that matches them. The window stays up through
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import replace
@@ -228,5 +229,8 @@ def test_user_code_never_runs_in_the_window_process_and_a_saved_configuration_ke
                     timeout=WAIT_MS)
     assert window.session.pass_files.paths == (str(path),) and str(path) in window.py_passes.watch.paths
     assert _matches(window) == 1 and window.py_passes.dock.isVisible()
+    report = json.loads(window.session.export_report(tmp_path / "report.json").read_text())  # knows the pass
+    assert {"pass": PASS_NAME, "family": "ge_python"}.items() <= next(
+        p for p in report["passes"] if p["pass"] == PASS_NAME).items()
     ran_in = {int(line) for line in pids.read_text().split()}
     assert ran_in and os.getpid() not in ran_in, ran_in
