@@ -10,7 +10,7 @@ import time
 
 from fuselens.cli import main as cli_main
 from fuselens.core.formats.samples import sample_path
-from fuselens.core.package_data import child_environ
+from fuselens.core.package_data import child_environ, resource
 
 
 def _wait_for(process: subprocess.Popen, text: str, count: int, output: list[str], timeout: float = 120) -> None:
@@ -43,6 +43,43 @@ def test_fuse_watch_fuses_again_on_each_save(tmp_path):
             process.kill()
             process.wait()
         process.stdout.close()
+
+
+def test_fuse_watch_runs_the_pass_file_again_on_each_save_and_survives_its_errors(tmp_path):
+    """A --py-pass file saved: its pass's new counts printed; a syntax error printed as the user's line, the
+    watch going on; fixed again, the counts are back."""
+    path = tmp_path / "my_pass.py"
+    text = resource("ge_passes", "matmul_add_gemm.py").read_text()
+    path.write_text(text)
+    process = subprocess.Popen([sys.executable, "-m", "fuselens", "fuse", "matmul_add_chain", "--py-pass", str(path),
+                                "--watch"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=child_environ())
+    output: list[str] = []
+
+    def rows() -> list[list[str]]:
+        return [line.split()[:3] for line in "".join(output).splitlines()]
+
+    try:
+        _wait_for(process, "fuselens: watching", 1, output)
+        assert rows().count(["MatMulAddToGemmPass", "2", "matches"]) == 1
+        _save(path, text.replace("return MatMulV2(a, b) + c", "return MatMulV2(a, b) * c"))
+        _wait_for(process, "op counts:", 2, output)
+        assert rows().count(["MatMulAddToGemmPass", "1", "matches"]) == 1  # the BiasAdd pattern alone now
+        _save(path, "def broken(:\n")
+        _wait_for(process, "SyntaxError", 1, output)
+        assert f"{path}, line 1: SyntaxError" in "".join(output)
+        _save(path, text)
+        _wait_for(process, "op counts:", 3, output)
+        assert rows().count(["MatMulAddToGemmPass", "2", "matches"]) == 2
+    finally:
+        process.kill()
+        process.wait()
+        process.stdout.close()
+
+
+def _save(path, text: str) -> None:
+    saved = path.with_name(path.name + ".new")
+    saved.write_text(text)
+    os.replace(saved, path)
 
 
 def test_fuse_watch_needs_something_to_watch(capsys):
