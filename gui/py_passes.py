@@ -3,8 +3,9 @@
 File > Open pass file… (Ctrl+Shift+P) adds a file to the session's pass files; File > New pass from
 template writes a copy of a shipped template where the user says (never over a file without asking)
 and opens it; File > New pass from selection writes the pattern skeleton of the nodes selected in the
-before pane (session/pass_skeleton.py) and opens it. Each opened file is watched (session/watch.py,
-polled every POLL_S on a timer) and opened in $EDITOR; a save fuses again, in the TensorFlow helper
+before pane (session/pass_skeleton.py) and opens it, in $EDITOR too. Each of the session's pass files
+(however they came: here, a saved configuration, --py-pass) is watched (session/watch.py, polled
+every POLL_S on a timer); a save fuses again, in the TensorFlow helper
 (gui/model_jobs.py): the pass panel, the match list and both panes follow in place, the "Your passes"
 dock shows the user's tracebacks, and a run that fails keeps the last good result on screen.
 """

@@ -44,7 +44,7 @@ from PySide6.QtWidgets import (
 )
 
 from fuselens.core.formats.samples import SAMPLES, sample_path
-from fuselens.core.package_data import resource
+from fuselens.gui.py_passes import pass_templates
 
 # Actions a chaos run never takes: they end the application or wait on the user's desktop.
 SKIPPED_ACTIONS = frozenset({"Quit"})
@@ -79,7 +79,7 @@ class ChaosFiles:
         out = root / "out"
         out.mkdir(exist_ok=True)
         passes = []
-        for template in sorted(resource("ge_passes").glob("*.py")):
+        for template in pass_templates():
             passes.append(str(root / template.name))
             (root / template.name).write_text(template.read_text())
         return cls(good, bad, out, tuple(name for name, sample in SAMPLES.items() if not sample.cached),
