@@ -191,7 +191,7 @@ class TensorFlowHelper:
         child.stop()
         self._child = None
         self._ensure()
-        return TimedOut(f"{self._what} ran longer than {seconds:g} s: cancelled", seconds)
+        return TimedOut(f"{self._what} took longer than {seconds:g} s: cancelled", seconds)
 
     def _died(self, child: ChildProcess) -> FuseLensError:
         reason = child.death_reason()
@@ -218,8 +218,11 @@ class TensorFlowHelper:
         window's process), cancelled with the helper when it runs past `job.pass_files.timeout_s` (TimedOut:
         "the pass ran longer than N s: cancelled")."""
         registered = [(c.__module__, c.__qualname__) for c in catalog()]
-        run: PassFileRun = self.call("py_passes", (job, registered), "the pass", progress, cancelled, job.graph,
-                                     timeout_s=job.pass_files.timeout_s)
+        try:
+            run: PassFileRun = self.call("py_passes", (job, registered), "running your passes", progress, cancelled,
+                                         job.graph, timeout_s=job.pass_files.timeout_s)
+        except TimedOut as e:
+            raise TimedOut(f"the pass ran longer than {e.seconds:g} s: cancelled", e.seconds) from None
         if run.pipeline is not None:  # the caller's configuration, with the user's passes described, not loaded
             run.pipeline.config = described_config(job.config, job.pass_files, run)
         return run

@@ -110,6 +110,23 @@ def test_a_pass_that_never_ends_is_cancelled_at_its_timeout_and_a_new_helper_sta
         helper.stop()
 
 
+def test_a_pass_that_ends_the_helper_is_one_worded_line(tmp_path):
+    """os._exit() in a user's pass ends the helper, not the caller: one line says so, the next call starts anew."""
+    path = tmp_path / "exits.py"
+    exits = "        import os\n        os._exit(3)\n"
+    path.write_text(ENDLESS_PASS.replace("        while True:\n            pass\n", exits))
+    job = FusionJob(1, load_model("matmul_add_chain").graph, PassConfig.default(), PassFiles((str(path),)))
+    helper = TensorFlowHelper()
+    try:
+        with pytest.raises(FuseLensError, match=r"^the TensorFlow helper process exited with code 3 without a result "
+                                                r"while running your passes; the window keeps what it shows"):
+            helper.run_pass_files(job, lambda _text: None, lambda: False)
+        with pytest.raises(FuseLensError, match="no task 'nothing'"):
+            helper.call("nothing", None, "testing")
+    finally:
+        helper.stop()
+
+
 def test_which_models_need_tensorflow(tmp_path):
     assert not needs_tensorflow("demo") and not needs_tensorflow(str(tmp_path / "missing.pb"))
     saved = tmp_path / "model"
