@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -26,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ledger", metavar="F.json", help="write FuseLens's fusion ledger here, shaped like the "
                                                       "toolchain's fusion_result.json")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--watch", action="store_true",
+                   help="stay and fuse again on every save of the model file or a --py-pass file, printing the "
+                        "new result (Ctrl+C stops)")
     p.set_defaults(func=run_fuse)
 
 
@@ -51,6 +55,40 @@ def run_passes(args: argparse.Namespace) -> int:
 
 
 def run_fuse(args: argparse.Namespace) -> int:
+    if not args.watch:
+        return fuse_once(args)
+    from fuselens.core.errors import FuseLensError
+    from fuselens.session.watch import FileWatch, watch_loop
+
+    def again(changed: list[str] | None = None) -> None:
+        if changed:
+            print(f"\n== {', '.join(changed)} saved: fusing again", file=sys.stderr)
+        try:
+            fuse_once(args)
+        except FuseLensError as e:  # the user fixes it and saves again
+            print(f"fuselens: error: {e}", file=sys.stderr)
+        sys.stdout.flush()
+
+    watch = FileWatch(watched_files(args))
+    if not watch.paths:
+        raise FuseLensError(f"--watch watches the model file and the --py-pass files: {args.model} is no file "
+                            "and no --py-pass was given")
+    again()
+    print(f"fuselens: watching {', '.join(watch.paths)} (Ctrl+C stops)", file=sys.stderr)
+    with contextlib.suppress(KeyboardInterrupt):
+        watch_loop(watch, again)
+    return 0
+
+
+def watched_files(args: argparse.Namespace) -> list[str]:
+    """What `fuse --watch` watches: the model when it is a file, every --py-pass file (a folder: its .py files)."""
+    paths = [args.model] if Path(args.model).is_file() else []
+    for entry in getattr(args, "py_pass", None) or []:
+        paths += [str(p) for p in sorted(Path(entry).rglob("*.py"))] if Path(entry).is_dir() else [entry]
+    return paths
+
+
+def fuse_once(args: argparse.Namespace) -> int:
     from fuselens.passes.config import PassConfig
     from fuselens.passes.pipeline import run_pipeline
     from fuselens.passes.report import build_report, format_pipeline, format_report

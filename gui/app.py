@@ -1,15 +1,17 @@
-"""The GUI entry point: `run_gui(model)` creates the QApplication and the main window."""
+"""The GUI entry point: `run_gui(model, py_passes)` creates the QApplication and the main window."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from fuselens.core.package_data import resource
 from fuselens.gui.main_window import MainWindow
+from fuselens.passes.ge_python import ENV_PASS_PATH, pass_path_entries
 
 NO_DISPLAY = ("fuselens: error: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); "
               "run it on a desktop, over `ssh -X`, or under `xvfb-run`, or use the command line "
@@ -23,8 +25,9 @@ def missing_display() -> bool:
     return not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def run_gui(model: str | None = None) -> int:
-    """Open the window (on `model`, a path or sample name, when given) and run the event loop."""
+def run_gui(model: str | None = None, py_passes: Sequence[str] = ()) -> int:
+    """Open the window (on `model`, a path or sample name, when given; with the user's `ge.passes` files open
+    and watched: ASCEND_GE_PY_PASS_PATH's entries, then `py_passes`) and run the event loop."""
     if QApplication.instance() is None and missing_display():
         print(NO_DISPLAY, file=sys.stderr)
         return 2
@@ -34,6 +37,8 @@ def run_gui(model: str | None = None) -> int:
     app.setDesktopFileName("fuselens")  # the menu entry `make install-desktop` writes, and its icon
     app.setWindowIcon(QIcon(str(resource("desktop", "fuselens.svg"))))
     window = MainWindow()
+    for path in [*pass_path_entries(os.environ.get(ENV_PASS_PATH, "")), *py_passes]:  # as GE reads them
+        window.py_passes.open_file(path)
     if model:
         window.open_when_painted(model)
     window.show()

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,6 +46,7 @@ from fuselens.gui.workers import Worker
 from fuselens.passes.config import PassConfig
 from fuselens.passes.pipeline import PipelineResult
 from fuselens.session import FusionJob
+from fuselens.session.pass_files import config_json, load_config
 
 if TYPE_CHECKING:
     from fuselens.gui.host import PanelHost
@@ -288,8 +290,13 @@ class CompareDialog(QDialog):
         path, _ = QFileDialog.getOpenFileName(self, "Pass configuration B", "", CONFIG_FILTER)
         if not path:
             return None
-        config = guarded(self, "Cannot read the configuration", lambda: PassConfig.load(path))
-        return (config, Path(path).name) if config is not None else None
+        loaded = guarded(self, "Cannot read the configuration", lambda: load_config(path))
+        if loaded is not None and loaded[1]:
+            show_error(self, "Compare", f"{Path(path).name} has GE Python pass files: their code runs only in the "
+                                        "TensorFlow helper, which this compare does not use; compare it with "
+                                        "`fuselens diff-config`")
+            return None
+        return (loaded[0], Path(path).name) if loaded is not None else None
 
     def compare(self) -> None:
         host, session = self.host, self.host.session
@@ -363,10 +370,15 @@ class DebugTools:
         self.compare.raise_()
 
     def save_config(self, path: str) -> Path:
-        return write_json_atomic(path, self.host.session.config.to_json())
+        session = self.host.session
+        return write_json_atomic(path, config_json(session.config, session.pass_files, session.pass_run))
 
     def open_config(self, path: str) -> None:
-        self.host.set_config(PassConfig.load(path))
+        """The configuration, and its GE Python pass files as the window's pass files (run in the helper)."""
+        config, files = load_config(path)
+        if files:  # watched from now on (gui/py_passes.py follows the session's pass files)
+            self.host.session.set_pass_files(replace(self.host.session.pass_files, paths=files.paths))
+        self.host.set_config(config)  # one fusion, with both
 
 
 def install_debug_tools(host: PanelHost, match_list: MatchList, run_panel: RunPanel) -> DebugTools:

@@ -306,6 +306,7 @@ class GraphView(QGraphicsView):
     """A pane. Emits layout keys; the window maps them to graph names through `layout.owner`."""
 
     node_clicked = Signal(str)  # layout key
+    node_toggled = Signal(str)  # layout key, Ctrl+clicked: into the selection or out of it
     node_activated = Signal(str)  # double click or Enter: open a box in place (a scope, a fused node) or close it
     body_table_requested = Signal(str)  # context menu: a fused node's body as a table
     collapse_requested = Signal(object)  # the wanted collapsed-scope set (frozenset[str])
@@ -727,6 +728,8 @@ class GraphView(QGraphicsView):
             item = self.node_at(event.position().toPoint())
             if item is None:
                 self.background_clicked.emit()
+            elif event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+                self.node_toggled.emit(item.node.key)
             else:
                 self.node_clicked.emit(item.node.key)
         self._press = None

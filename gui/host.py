@@ -15,7 +15,7 @@ from fuselens.gui.graph_view import GraphView
 from fuselens.gui.selection import SelectionModel
 from fuselens.gui.workers import WorkerPool
 from fuselens.passes.config import PassConfig
-from fuselens.session import Session
+from fuselens.session import FusionJob, Session
 from fuselens.session.tensorflow_helper import TensorFlowHelper
 
 
@@ -31,6 +31,7 @@ class PanelHost:
     views: Mapping[str, GraphView]  # "before" / "after"
     layout_done: SignalInstance  # side: a pane shows a new layout
     set_config: Callable[[PassConfig], None]  # fuse again with this configuration
+    fuse: Callable[[FusionJob], None]  # run a fusion job the session handed out (gui/model_jobs.py)
     toolbar: QToolBar
     tabbed: list[QDockWidget] = field(default_factory=list)  # the bottom docks shown as tabs of one area
 

@@ -30,6 +30,7 @@ from fuselens.gui.pane import Pane, diff_status
 from fuselens.gui.pass_panel import PassPanel
 from fuselens.gui.presentation import PresentationParts, install_presentation
 from fuselens.gui.properties import PropertiesPanel, show_body_table
+from fuselens.gui.py_passes import install_py_passes
 from fuselens.gui.run_panel import install_run_panel
 from fuselens.gui.search import SearchHits
 from fuselens.gui.selection import Selection, SelectionModel
@@ -83,10 +84,12 @@ class MainWindow(QMainWindow):
                               lambda title, text: show_error(self, title, text, self.statusBar()))
         self._connect()
         self.host = PanelHost(self, self.session, self.selection, self.workers, self.tensorflow, views,
-                              self.layout_done, self.set_config, self.chrome.toolbar)
+                              self.layout_done, self.set_config, self.jobs.fuse, self.chrome.toolbar)
         self.run_panel = install_run_panel(self.host)  # the Run & profile dock, Run menu and toolbar action
         self.debug_tools = install_debug_tools(self.host, self.match_list, self.run_panel)  # skips, bisect, compare
         self.stages_panel = install_stages_panel(self.host, self.chrome.open_dumps_action)  # the toolchain's dumps
+        self.py_passes = install_py_passes(self.host, self.pass_panel, self.chrome.file_menu,
+                                           self.chrome.recent_menu.menuAction())  # your ge.passes files, live
         parts = PresentationParts(self.panes, self.match_list, self.why_not)
         self.presentation = install_presentation(self.host, parts)  # View > Presentation (F11): full screen, keys
 
@@ -99,6 +102,7 @@ class MainWindow(QMainWindow):
         self.match_list.item_chosen.connect(lambda item: self.selection.select_item(item))
         for side, view in (("before", self.before), ("after", self.after)):
             view.node_clicked.connect(lambda key, s=side: self.select_key(s, key))
+            view.node_toggled.connect(lambda key, s=side: self.select_key(s, key, toggle=True))
             view.background_clicked.connect(self.selection.clear)
             view.node_activated.connect(lambda key, s=side: self._on_activated(s, key))
             view.body_table_requested.connect(lambda key, s=side: show_body_table(self.panes[s].shown_graph, key, self))
@@ -323,11 +327,16 @@ class MainWindow(QMainWindow):
         self.after.fit()
 
     # ---- selection ----------------------------------------------------------------------------------
-    def select_key(self, side: str, key: str) -> None:
+    def select_key(self, side: str, key: str, *, toggle: bool = False) -> None:
+        """Select what a pane's box stands for; `toggle` (Ctrl+click): add it to that pane's selection, or take
+        it out (several nodes: a pattern to start a pass from, File > New pass from selection)."""
         layout = self.panes[side].shown
         if layout is None or key not in layout.nodes:
             return
-        names = layout.nodes[key].members
+        names = frozenset(layout.nodes[key].members)
+        if toggle:
+            current = self.selection.current.before if side == "before" else self.selection.current.after
+            names = current - names if names <= current else current | names
         if side == "before":
             self.selection.select_original(names)
         else:

@@ -14,6 +14,7 @@ from fuselens.core.formats.loaders import LoadedModel
 from fuselens.gui.workers import WorkerPool
 from fuselens.passes.pipeline import PipelineResult
 from fuselens.session import FusionJob, Session
+from fuselens.session.pass_files import PassFileRun, cancelled_run
 from fuselens.session.tensorflow_helper import TensorFlowHelper
 
 TF_SLOT = "tf"  # the one worker slot for work that uses TensorFlow
@@ -44,6 +45,10 @@ class ModelJobs:
         self.on_error("Cannot open model", text)
 
     def fuse(self, job: FusionJob) -> None:
+        if job.pass_files:
+            self._run_pass_files(job)
+            return
+
         def fuse(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> PipelineResult:
             pipeline = self.tensorflow.fuse(job, progress, cancelled)
             # Composed or walked when first read, here rather than on the GUI thread: the provenance (37 ms
@@ -59,6 +64,33 @@ class ModelJobs:
                            on_error=lambda text: self._failed(job, "Fusion failed", text),
                            on_cancelled=lambda: self.session.job_failed(job),
                            on_progress=self.status.showMessage)
+
+    def _run_pass_files(self, job: FusionJob) -> None:
+        """The fusion with the user's pass files, in the TensorFlow helper: its errors (in their code, a run that
+        never ended) go to the session's pass run, not to a dialog: the window keeps its last good result and
+        the user goes on editing."""
+        def run(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> PassFileRun:
+            outcome = self.tensorflow.run_pass_files(job, progress, cancelled)
+            if outcome.pipeline is not None:
+                _ = outcome.pipeline.provenance, outcome.pipeline.fused.records_shapes  # as `fuse` above
+            return outcome
+
+        def failed(text: str) -> None:
+            last = self.session.pass_run.passes if self.session.pass_run is not None else []
+            if self.session.pass_files_ran(job, cancelled_run(text, last)):
+                self.session.job_failed(job)
+
+        self.workers.start(TF_SLOT, "your passes", run, on_finished=lambda outcome: self._ran(job, outcome),
+                           on_error=failed, on_cancelled=lambda: self.session.job_failed(job),
+                           on_progress=self.status.showMessage)
+
+    def _ran(self, job: FusionJob, run: PassFileRun) -> None:
+        if not self.session.pass_files_ran(job, run):
+            return
+        if run.pipeline is None:
+            self.session.job_failed(job)  # nothing ran (a file that does not load): the last result stays
+        else:
+            self._fused(job, run.pipeline)
 
     def _fused(self, job: FusionJob, pipeline: PipelineResult) -> None:
         if not self.session.fusion_done(job, pipeline):

@@ -3,12 +3,14 @@
 It shows the configuration it is given (`show_config`) and reports every edit as a new one
 (`config_edited`); it keeps no switch state of its own. Everything shown comes from the
 configuration's catalog (pass metadata, user rules included), so a new pass appears here
-without touching the GUI. General passes are shown on and locked.
+without touching the GUI. General passes are shown on and locked. The passes of the user's
+`ge.passes` files are known only from their last run in the TensorFlow helper (their code never
+runs in the window): `show_user_passes` lists them, and a switch says `user_pass_switched`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from PySide6.QtCore import Qt, Signal
@@ -33,9 +35,12 @@ from fuselens.passes.autofuse.flags import BROADCAST, CONCAT, DEFAULT_CATEGORIES
 from fuselens.passes.base import PassResult
 from fuselens.passes.config import PassConfig
 from fuselens.passes.registry import FAMILIES, FAMILY_TITLES
+from fuselens.session.pass_files import UserPass
 
 PASS_ROLE = Qt.ItemDataRole.UserRole
 CATEGORY_ROLE = Qt.ItemDataRole.UserRole + 1
+USER_PASS_ROLE = Qt.ItemDataRole.UserRole + 2  # a pass of the user's pass files: its registered name
+USER_PASSES_TITLE = "Your passes (ge.passes)"
 # The AutoFuse kernel categories shown as sub-switches.
 AUTOFUSE_CATEGORIES = (POINTWISE, BROADCAST, REDUCE, CONCAT)
 
@@ -50,6 +55,7 @@ def with_categories(config: PassConfig, categories: dict[str, bool]) -> PassConf
 
 class PassPanel(QWidget):
     config_edited = Signal(object)  # PassConfig: the user switched something; fusion must re-run
+    user_pass_switched = Signal(str, bool)  # a pass of the user's pass files (registered name), on or off
 
     def __init__(self, config: PassConfig, parent: QWidget | None = None):
         super().__init__(parent)
@@ -61,6 +67,9 @@ class PassPanel(QWidget):
         self.pass_items: dict[str, QTreeWidgetItem] = {}
         self.category_items: dict[str, QTreeWidgetItem] = {}
         self.family_items: dict[str, QTreeWidgetItem] = {}
+        self.user_group: QTreeWidgetItem | None = None  # "Your passes (ge.passes)", once a pass file is open
+        self.user_items: dict[str, QTreeWidgetItem] = {}  # by registered name
+        self.user_passes: list[UserPass] = []  # the last ones shown, shown again when the tree is rebuilt
         self.tree.itemChanged.connect(self._on_item_changed)
         self.tree.header().setStretchLastSection(False)
         self.tree.header().setSectionResizeMode(0, self.tree.header().ResizeMode.Stretch)
@@ -86,6 +95,7 @@ class PassPanel(QWidget):
         self.tree.blockSignals(True)
         if rebuild:
             self._populate()
+            self.show_user_passes(self.user_passes)
         for pass_id, item in self.pass_items.items():
             item.setCheckState(0, Qt.CheckState.Checked if config.is_enabled(pass_id) else Qt.CheckState.Unchecked)
         for category, item in self.category_items.items():
@@ -96,6 +106,7 @@ class PassPanel(QWidget):
     def _populate(self) -> None:
         self.tree.clear()
         self.pass_items, self.category_items, self.family_items = {}, {}, {}
+        self.user_group, self.user_items = None, {}
         passes = self.config.catalog()
         for family in FAMILIES:
             members = [c for c in passes if c.family == family]
@@ -129,6 +140,37 @@ class PassPanel(QWidget):
                     item.setData(0, CATEGORY_ROLE, category)
                     item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsUserCheckable)
                     self.category_items[category] = item
+
+    def show_user_passes(self, passes: Sequence[UserPass]) -> None:
+        """The passes of the user's pass files, under their registered names with their stage, switchable
+        like the others (the group goes when no pass file has a pass; rows keep their place across runs)."""
+        self.user_passes = list(passes)
+        self.tree.blockSignals(True)
+        if self.user_group is None and passes:  # first: the passes being written are the ones looked at
+            self.user_group = QTreeWidgetItem([USER_PASSES_TITLE, ""])
+            self.tree.insertTopLevelItem(0, self.user_group)
+            self.user_group.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            self.user_group.setToolTip(0, "the passes your ge.passes files register (File > Open pass file…); "
+                                          "they run at their stage, again on every save")
+            self.user_group.setExpanded(True)
+        wanted = {p.name for p in passes}
+        for name in [n for n in self.user_items if n not in wanted]:
+            item = self.user_items.pop(name)
+            item.parent().removeChild(item)
+        for user_pass in passes:
+            item = self.user_items.get(user_pass.name)
+            if item is None:
+                item = self.user_items[user_pass.name] = QTreeWidgetItem(self.user_group, ["", ""])
+                item.setData(0, USER_PASS_ROLE, user_pass.name)
+                item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+                              | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setText(0, f"{user_pass.name}  [{user_pass.stage}]")
+            item.setToolTip(0, f"<b>{user_pass.name}</b> at {user_pass.stage}<br>from {user_pass.file}")
+            item.setCheckState(0, Qt.CheckState.Checked if user_pass.on else Qt.CheckState.Unchecked)
+        if self.user_group is not None and not passes:
+            self.tree.takeTopLevelItem(self.tree.indexOfTopLevelItem(self.user_group))
+            self.user_group = None
+        self.tree.blockSignals(False)
 
     def _menu_button(self, text: str, actions: list[QAction]) -> QToolButton:
         button = QToolButton(self)
@@ -178,7 +220,9 @@ class PassPanel(QWidget):
         if column != 0:
             return
         on = item.checkState(0) == Qt.CheckState.Checked
-        if item.data(0, PASS_ROLE):
+        if item.data(0, USER_PASS_ROLE):
+            self.user_pass_switched.emit(item.data(0, USER_PASS_ROLE), on)
+        elif item.data(0, PASS_ROLE):
             self._edit(self.config.with_pass(item.data(0, PASS_ROLE), on))
         elif item.data(0, CATEGORY_ROLE):
             categories = {c: self.config.autofuse.is_enabled(c) for c in AUTOFUSE_CATEGORIES}
@@ -195,7 +239,7 @@ class PassPanel(QWidget):
     def set_counts(self, results: list[PassResult]) -> None:
         by_id = {r.pass_id: r for r in results}
         self.tree.blockSignals(True)
-        for pid, item in self.pass_items.items():
+        for pid, item in (*self.pass_items.items(), *self.user_items.items()):
             result = by_id.get(pid)
             item.setText(1, f"{len(result.matches)} ✔ {len(result.near_misses)} ✘" if result else "")
         self.tree.blockSignals(False)

@@ -10,7 +10,7 @@ ends listen with `subscribe` and run the jobs wherever they like (the window: on
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +24,7 @@ from fuselens.core.measure.result import RunResult
 from fuselens.passes.config import PassConfig
 from fuselens.passes.pipeline import PipelineResult, run_pipeline
 from fuselens.passes.report import build_report
+from fuselens.session.pass_files import PassFileRun, PassFiles
 
 if TYPE_CHECKING:
     from fuselens.session.bisect import BisectResult
@@ -52,6 +53,7 @@ class FusionJob:
     number: int
     graph: Graph
     config: PassConfig
+    pass_files: PassFiles = field(default_factory=PassFiles)  # the user's ge.passes files (run in the helper)
 
     def fuse(self, progress: Callable[[str], None], cancelled: Callable[[], bool]) -> PipelineResult:
         return run_pipeline(self.graph, self.config, cancelled=cancelled,
@@ -78,6 +80,8 @@ class Session:
         self._listeners: list[Listener] = []
         self._layerwise: tuple[PipelineResult | None, LayerwiseReport | None] = (None, None)
         self._bisect: tuple[LoadedModel | None, BisectResult | None] = (None, None)
+        self.pass_files = PassFiles()  # the user's ge.passes files every fusion loads
+        self.pass_run: PassFileRun | None = None  # what the last run of them gave (errors included)
 
     # ---- observing ---------------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> None:
@@ -143,6 +147,28 @@ class Session:
         self.config = config
         if changed:
             self._emit("config")
+        return self._job_if_ready()
+
+    def set_pass_files(self, files: PassFiles) -> FusionJob | None:
+        """The user's pass files (opened, saved again, a pass switched): like `set_config`, the fusion that
+        brings the after graph up to date (the files' new text), or None while there is none to run."""
+        self.pass_files = files
+        if not files:
+            self.pass_run = None  # its passes and errors were the closed files'
+        self._emit("pass_files")
+        return self._job_if_ready()
+
+    def pass_files_ran(self, job: FusionJob, run: PassFileRun) -> bool:
+        """A run of the pass files ended (its pipeline, if any, goes to `fusion_done` next); False when stale."""
+        if not self.is_current(job):
+            return False
+        self.pass_run = run
+        self._emit("pass_run")
+        return True
+
+    def _job_if_ready(self) -> FusionJob | None:
+        """A new fusion job, unless there is no model to fuse, two given graphs are shown, or the model is still
+        loading or being drawn (its first fusion starts at `drawn()`)."""
         if self.model is None or self.comparison is not None or self.stage in (Stage.LOADING, Stage.DRAWING):
             return None
         return self._new_job()
@@ -150,7 +176,7 @@ class Session:
     def _new_job(self) -> FusionJob:
         assert self.model is not None
         self._jobs += 1
-        self._job = FusionJob(self._jobs, self.model.graph, self.config)
+        self._job = FusionJob(self._jobs, self.model.graph, self.config, self.pass_files)
         self._set_stage(Stage.FUSING)
         return self._job
 

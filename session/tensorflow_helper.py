@@ -48,6 +48,7 @@ from fuselens.core.graph import Graph, opdefs
 from fuselens.core.runtime.childproc import ChildProcess
 from fuselens.passes.pipeline import PipelineResult
 from fuselens.passes.registry import catalog, mirror_catalog
+from fuselens.session.pass_files import PassFileRun, described_config, run_pass_files
 from fuselens.session.session import FusionJob
 
 if TYPE_CHECKING:
@@ -84,6 +85,14 @@ def needs_tensorflow(spec: str) -> bool:
         return detect_format(Path(spec)) in TENSORFLOW_FORMATS
     except FuseLensError:
         return False  # the in-process loader gives the error
+
+
+class TimedOut(FuseLensError):
+    """A helper request ran past its timeout and was killed with the helper."""
+
+    def __init__(self, text: str, seconds: float):
+        super().__init__(text)
+        self.seconds = seconds
 
 
 class TensorFlowHelper:
@@ -123,9 +132,12 @@ class TensorFlowHelper:
 
     # ---- requests ----------------------------------------------------------------------------
     def call(self, kind: str, payload: Any, what: str, progress: Progress | None = None,
-             cancelled: IsCancelled | None = None, request_graph: Graph | None = None) -> Any:
+             cancelled: IsCancelled | None = None, request_graph: Graph | None = None,
+             timeout_s: float | None = None) -> Any:
         """Send one request and wait for its value; FuseLensError when it fails or the helper dies,
-        Cancelled when `cancelled()` said so and the helper did not finish within CANCEL_GRACE_S.
+        Cancelled when `cancelled()` said so and the helper did not finish within CANCEL_GRACE_S,
+        TimedOut when it ran longer than `timeout_s` from its first progress line (the helper is killed and a
+        new one started; the time the helper took to get to it, importing TensorFlow say, is not counted).
         `request_graph` is the graph in `payload` (see `_request_graph`), wherever the value holds it."""
         with self._lock:
             child = self._ensure()
@@ -136,12 +148,15 @@ class TensorFlowHelper:
             except OSError:
                 raise self._died(child) from None
             return self._receive(child, self._requests, progress or (lambda _text: None),
-                                 cancelled or (lambda: False), request_graph)
+                                 cancelled or (lambda: False), request_graph, timeout_s)
 
     def _receive(self, child: ChildProcess, number: int, progress: Progress, cancelled: IsCancelled,
-                 request_graph: Graph | None) -> Any:
+                 request_graph: Graph | None, timeout_s: float | None = None) -> Any:
         cancel_seen: float | None = None
+        deadline: float | None = None  # set by the request's first progress line: the helper has started it
         while True:
+            if deadline is not None and time.monotonic() > deadline:
+                raise self._timed_out(child, timeout_s)
             if cancelled():
                 cancel_seen = cancel_seen or time.monotonic()
                 if time.monotonic() - cancel_seen > CANCEL_GRACE_S:
@@ -162,11 +177,21 @@ class TensorFlowHelper:
             if replied_to != number:
                 continue
             if kind == "progress":
+                if timeout_s is not None and deadline is None:
+                    deadline = time.monotonic() + timeout_s
                 progress(body)
             elif kind == "error":
                 raise FuseLensError(body)
             elif kind == "pieces":
                 return unpickle_pieces(pieces, request_graph)
+
+    def _timed_out(self, child: ChildProcess, seconds: float) -> TimedOut:
+        """A request past its deadline (an endless loop in a user's pass): this helper is killed and a new one
+        started; the window keeps what it shows."""
+        child.stop()
+        self._child = None
+        self._ensure()
+        return TimedOut(f"{self._what} took longer than {seconds:g} s: cancelled", seconds)
 
     def _died(self, child: ChildProcess) -> FuseLensError:
         reason = child.death_reason()
@@ -187,6 +212,20 @@ class TensorFlowHelper:
         pipeline: PipelineResult = self.call("fuse", (job, registered), "fusing", progress, cancelled, job.graph)
         pipeline.config = job.config  # the caller's own object (its original graph already is)
         return pipeline
+
+    def run_pass_files(self, job: FusionJob, progress: Progress, cancelled: IsCancelled) -> PassFileRun:
+        """The job's fusion with the user's pass files: always here in the helper (user code never runs in the
+        window's process), cancelled with the helper when it runs past `job.pass_files.timeout_s` (TimedOut:
+        "the pass ran longer than N s: cancelled")."""
+        registered = [(c.__module__, c.__qualname__) for c in catalog()]
+        try:
+            run: PassFileRun = self.call("py_passes", (job, registered), "running your passes", progress, cancelled,
+                                         job.graph, timeout_s=job.pass_files.timeout_s)
+        except TimedOut as e:
+            raise TimedOut(f"the pass ran longer than {e.seconds:g} s: cancelled", e.seconds) from None
+        if run.pipeline is not None:  # the caller's configuration, with the user's passes described, not loaded
+            run.pipeline.config = described_config(job.config, job.pass_files, run)
+        return run
 
     def infer_shapes(self, graphs: list[Graph], progress: Progress, cancelled: IsCancelled) -> None:
         """Shapes for the edge labels, adopted by the caller's graphs (none where TensorFlow refuses)."""
@@ -281,6 +320,11 @@ def _work(kind: str, payload: Any, progress: Progress) -> Any:
         job, registered = payload
         _register(registered)
         return job.fuse(progress, lambda: False)
+    if kind == "py_passes":
+        progress("running your passes")  # the request's timeout starts now (TensorFlowHelper._receive)
+        job, registered = payload
+        _register(registered)
+        return run_pass_files(job.graph, job.config, job.pass_files, progress)
     if kind == "npu_bundle":
         from fuselens.session.npu_export import export_npu_bundle
 
@@ -302,19 +346,20 @@ def _work(kind: str, payload: Any, progress: Progress) -> Any:
 
 def _request_graph(kind: str, payload: Any) -> Graph | None:
     """The graph a request sent that its value may hold (a fusion's original graph; the window has it)."""
-    return payload[0].graph if kind == "fuse" else None
+    return payload[0].graph if kind in ("fuse", "py_passes") else None
 
 
 def _pieces(value: Any) -> list[Any]:
     """What to pickle one after another so that no one unpickling is long: a pipeline's fused graph,
     its passes' records RECORDS_PER_PIECE at a time, then the pipeline (the records by reference)."""
-    if not isinstance(value, PipelineResult):
+    pipeline = value.pipeline if isinstance(value, PassFileRun) else value
+    if not isinstance(pipeline, PipelineResult):
         return [value]
-    pieces: list[Any] = [value.fused]
-    for result in value.results:
+    pieces: list[Any] = [pipeline.fused]
+    for result in pipeline.results:
         for records in (result.matches, result.near_misses, result.skipped, result.rewrites):
             pieces.extend(records[i:i + RECORDS_PER_PIECE] for i in range(0, len(records), RECORDS_PER_PIECE))
-    return [*pieces, value]
+    return [*pieces, pipeline, *([value] if value is not pipeline else [])]
 
 
 class _Pickler(pickle.Pickler):

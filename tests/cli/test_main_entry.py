@@ -20,7 +20,7 @@ def opened(monkeypatch):
     """A stand-in window module: routing is tested without importing the GUI."""
     calls = []
     window = types.ModuleType("fuselens.gui.app")
-    window.run_gui = lambda model=None: calls.append(model) or 0
+    window.run_gui = lambda model=None, py_passes=(): calls.append(model if not py_passes else (model, py_passes)) or 0
     monkeypatch.setitem(sys.modules, "fuselens.gui.app", window)
     return calls
 
@@ -30,6 +30,14 @@ def opened(monkeypatch):
 def test_no_command_or_gui_opens_the_window(opened, argv, model):
     assert main.main(argv) == 0
     assert opened == [model]
+
+
+def test_the_window_takes_pass_files_to_watch(opened, capsys):
+    assert main.main(["gui", "conv_bn", "--py-pass", "a.py", "--py-pass=passes/"]) == 0
+    assert main.main(["demo", "--py-pass", "a.py"]) == 0
+    assert opened == [("conv_bn", ["a.py", "passes/"]), ("demo", ["a.py"])]
+    assert main.main(["gui", "demo", "--py-pass"]) == 2  # no path after it
+    assert "[--py-pass PATH]" in capsys.readouterr().err
 
 
 def test_a_cli_word_runs_the_cli_not_the_window(opened, capsys):

@@ -4,7 +4,8 @@
     report = driver.run(200)
 
 Each step picks one action: trigger an enabled QAction of the window (menus, toolbars, panels;
-Quit excepted), open a sample or a file (good ones and bad ones: random bytes, a truncated .pb,
+Quit excepted; File > Open pass file… and the pass templates among them, file dialogs offering the
+shipped ge.passes templates too), open a sample or a file (good ones and bad ones: random bytes, a truncated .pb,
 an empty file, a folder, a missing path), toggle a checkbox or pick a combo entry of a panel,
 resize the window, show or hide a dock, type in the find box. Every dialog answers at once from
 the seeded pool (file dialogs pick a path, message boxes are recorded, input dialogs return a
@@ -43,6 +44,7 @@ from PySide6.QtWidgets import (
 )
 
 from fuselens.core.formats.samples import SAMPLES, sample_path
+from fuselens.gui.py_passes import pass_templates
 
 # Actions a chaos run never takes: they end the application or wait on the user's desktop.
 SKIPPED_ACTIONS = frozenset({"Quit"})
@@ -57,6 +59,7 @@ class ChaosFiles:
     bad: list[str]
     out_dir: Path
     samples: tuple[str, ...]  # the built-in samples `open` picks from (the small ones: no model build)
+    passes: tuple[str, ...] = ()  # ge.passes files (File > Open pass file…; a model dialog refuses them)
 
     @classmethod
     def make(cls, root: Path, files: tuple[str, ...] = ("demo", "abs_relu_exp", "conv_bn")) -> ChaosFiles:
@@ -75,7 +78,12 @@ class ChaosFiles:
         bad = [str(root / n) for n in ("random.pb", "truncated.pb", "empty.pb", "text.json", "folder", "missing.pb")]
         out = root / "out"
         out.mkdir(exist_ok=True)
-        return cls(good, bad, out, tuple(name for name, sample in SAMPLES.items() if not sample.cached))
+        passes = []
+        for template in pass_templates():
+            passes.append(str(root / template.name))
+            (root / template.name).write_text(template.read_text())
+        return cls(good, bad, out, tuple(name for name, sample in SAMPLES.items() if not sample.cached),
+                   tuple(passes))
 
 
 @dataclass
@@ -227,7 +235,7 @@ class Chaos:
         rng, files = self.rng, self.files
 
         def open_name(*_args: Any, **_kwargs: Any) -> tuple[str, str]:
-            return rng.choice([*files.good, *files.bad, ""]), ""
+            return rng.choice([*files.good, *files.bad, *files.passes, ""]), ""
 
         def save_name(*args: Any, **_kwargs: Any) -> tuple[str, str]:
             name = str(args[3]) if len(args) > 3 else "export"

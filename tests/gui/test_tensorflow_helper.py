@@ -16,7 +16,14 @@ from fuselens.core.formats.loaders import load_model
 from fuselens.core.graph import Graph, proto
 from fuselens.passes.config import PassConfig
 from fuselens.session import FusionJob, Stage, tensorflow_helper
-from fuselens.session.tensorflow_helper import FAULT_ENV, TensorFlowHelper, fusion_needs_tensorflow, needs_tensorflow
+from fuselens.session.pass_files import PassFiles
+from fuselens.session.tensorflow_helper import (
+    FAULT_ENV,
+    TensorFlowHelper,
+    TimedOut,
+    fusion_needs_tensorflow,
+    needs_tensorflow,
+)
 from tests.gui.helpers import WAIT_MS, close_window, make_window, open_and_wait, wait_idle
 
 
@@ -60,6 +67,62 @@ def test_tensorflow_errors_in_the_helper_are_one_line(tmp_path):
         with pytest.raises(FuseLensError, match="no task 'nothing'"):
             helper.call("nothing", None, "testing")
         assert helper.pid is not None  # an error is not a death
+    finally:
+        helper.stop()
+
+
+ENDLESS_PASS = """
+from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass
+
+
+@register_fusion_pass(name="EndlessPass", stage=PassStage.BEFORE_INFER_SHAPE)
+class EndlessPass(PatternFusionPass):
+    @pattern
+    def add(self, inputs):
+        return inputs[0] + inputs[1]
+
+    def meet_requirements(self, match_result):
+        while True:
+            pass
+
+    def replacement(self, inputs):
+        return inputs[0]
+"""
+
+
+def test_a_pass_that_never_ends_is_cancelled_at_its_timeout_and_a_new_helper_started(tmp_path):
+    """An endless loop in a user's pass: the request is cancelled at its timeout (counted from when the helper
+    started it), the helper killed, and a fresh one answers the next request."""
+    path = tmp_path / "endless.py"
+    path.write_text(ENDLESS_PASS)
+    job = FusionJob(1, load_model("matmul_add_chain").graph, PassConfig.default(),
+                    PassFiles((str(path),), timeout_s=1.0))
+    helper = TensorFlowHelper()
+    try:
+        helper.start()
+        first = helper.pid
+        with pytest.raises(TimedOut, match=r"^the pass ran longer than 1 s: cancelled$"):
+            helper.run_pass_files(job, lambda _text: None, lambda: False)
+        assert helper.pid is not None and helper.pid != first
+        with pytest.raises(FuseLensError, match="no task 'nothing'"):  # the new helper answers
+            helper.call("nothing", None, "testing")
+    finally:
+        helper.stop()
+
+
+def test_a_pass_that_ends_the_helper_is_one_worded_line(tmp_path):
+    """os._exit() in a user's pass ends the helper, not the caller: one line says so, the next call starts anew."""
+    path = tmp_path / "exits.py"
+    exits = "        import os\n        os._exit(3)\n"
+    path.write_text(ENDLESS_PASS.replace("        while True:\n            pass\n", exits))
+    job = FusionJob(1, load_model("matmul_add_chain").graph, PassConfig.default(), PassFiles((str(path),)))
+    helper = TensorFlowHelper()
+    try:
+        with pytest.raises(FuseLensError, match=r"^the TensorFlow helper process exited with code 3 without a result "
+                                                r"while running your passes; the window keeps what it shows"):
+            helper.run_pass_files(job, lambda _text: None, lambda: False)
+        with pytest.raises(FuseLensError, match="no task 'nothing'"):
+            helper.call("nothing", None, "testing")
     finally:
         helper.stop()
 
