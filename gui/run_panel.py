@@ -283,6 +283,11 @@ class RunPanel(QWidget):
         model, pipeline = self.session.model, self.session.pipeline
         if model is None or pipeline is None:
             raise FuseLensError("open a model first (and let the passes run): there is nothing to run yet")
+        from fuselens.core.ascend.ge.open import GE_DUMP_FORMAT  # the Ascend readers load when first used
+
+        if model.format == GE_DUMP_FORMAT:
+            raise FuseLensError(f"{model.name} is a GE graph dump: it runs on the Ascend host, not in TensorFlow "
+                                "(open the TensorFlow model to compile and run both graphs)")
         return run_request(model.graph, pipeline, model.name, self.settings())
 
     def start_run(self) -> None:

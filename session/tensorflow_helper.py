@@ -241,9 +241,12 @@ class TensorFlowHelper:
         return self.call("npu_bundle", (folder, pipeline, options, registered), "writing the NPU bundle")
 
     def load(self, spec: str, progress: Progress, cancelled: IsCancelled) -> LoadedModel:
-        """A model; formats that need TensorFlow are read by the helper, the rest right here."""
+        """A model (or a GE dump opened as one); formats that need TensorFlow are read by the helper, the rest
+        right here."""
         if not needs_tensorflow(spec):
-            return load_model(spec)
+            from fuselens.core.ascend.ge.open import load_as_model  # the Ascend readers load when first used
+
+            return load_as_model(spec)
         return self.call("load", spec, f"loading {spec}", progress, cancelled)
 
 

@@ -38,7 +38,7 @@ class LoadedModel:
     graph: Graph
     name: str  # sample name or file name, for titles
     path: str  # the file or directory read
-    format: str  # graphdef | pbtxt | savedmodel | keras | h5
+    format: str  # graphdef | pbtxt | savedmodel | keras | h5 (and ge_dump: core.ascend.ge.open.load_as_model)
 
 
 def load_model(spec: str | os.PathLike[str]) -> LoadedModel:

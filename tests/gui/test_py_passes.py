@@ -234,3 +234,28 @@ def test_user_code_never_runs_in_the_window_process_and_a_saved_configuration_ke
         p for p in report["passes"] if p["pass"] == PASS_NAME).items()
     ran_in = {int(line) for line in pids.read_text().split()}
     assert ran_in and os.getpid() not in ran_in, ran_in
+
+
+def test_a_pass_tried_on_a_ge_dump_opened_in_the_window(qtbot, window, tmp_path, dialogs, load_sample):
+    """The graph the host's GE had at a stage, opened as the model: the pass binds GE's MatMulV2 (the TF
+    parser's name for tf.matmul) and rewrites it; compile and run is refused in one line (it runs on the host)."""
+    from tests.npu_artifacts import ge_ops, ge_proto_text
+
+    ops = ge_ops(load_sample(SAMPLE))
+    for op in ops:
+        if op.type == "MatMul":
+            op.type = "MatMulV2"
+    dump = tmp_path / "ge_proto_00000001_graph_0_RunCustomPassBeforeInfershape.txt"
+    dump.write_text(ge_proto_text(ops), encoding="utf-8")
+    path = tmp_path / "my_pass.py"
+    path.write_text(PASS)
+    open_and_wait(qtbot, window, str(dump))
+    assert window.session.model.format == "ge_dump"
+    window.py_passes.open_file(str(path))
+    qtbot.waitUntil(lambda: window.session.pass_run is not None and window.is_idle(), timeout=WAIT_MS)
+    assert _matches(window) >= 1 and "GEMM" in window.session.pipeline.fused.op_histogram()
+    window.run_panel.start_run()
+    (kind, _title, text), *_ = dialogs
+    assert kind == "critical"
+    assert "is a GE graph dump: it runs on the Ascend host, not in TensorFlow" in text and "\n" not in text
+    assert window.isVisible()

@@ -12,8 +12,10 @@ from pathlib import Path
 from fuselens.core.ascend.ge.dump import is_dump, load_dump
 from fuselens.core.ascend.ge.stages import scan_dump_folder
 from fuselens.core.errors import FuseLensError
-from fuselens.core.formats.loaders import load_model
+from fuselens.core.formats.loaders import LoadedModel, load_model
 from fuselens.core.graph import Graph
+
+GE_DUMP_FORMAT = "ge_dump"
 
 
 def open_graph(spec: str) -> tuple[Graph, str]:
@@ -30,3 +32,12 @@ def open_graph(spec: str) -> tuple[Graph, str]:
     if sep and folder and not Path(folder).exists():
         raise FuseLensError(f"{folder}: no such directory (in {spec!r}; DIR:STAGE names a stage of a dump folder)")
     return load_model(spec).graph, spec
+
+
+def load_as_model(spec: str) -> LoadedModel:
+    """A model, or a GE dump file opened as one (format "ge_dump", weights read): the graph the host's GE had
+    at that stage, for the passes (a user's GE Python pass above all) to be tried on; it runs only on the host."""
+    path = Path(spec)
+    if path.is_file() and is_dump(path):
+        return LoadedModel(load_dump(path, weights=True).graph, path.name, spec, GE_DUMP_FORMAT)
+    return load_model(spec)
