@@ -237,6 +237,9 @@ class Chaos:
         def open_name(*_args: Any, **_kwargs: Any) -> tuple[str, str]:
             return rng.choice([*files.good, *files.bad, *files.passes, ""]), ""
 
+        def open_names(*_args: Any, **_kwargs: Any) -> tuple[list[str], str]:
+            return rng.sample([*files.good, *files.bad], rng.randint(0, 2)), ""
+
         def save_name(*args: Any, **_kwargs: Any) -> tuple[str, str]:
             name = str(args[3]) if len(args) > 3 else "export"
             return rng.choice([str(files.out_dir / Path(name or "export").name), str(files.out_dir), ""]), ""
@@ -260,6 +263,7 @@ class Chaos:
             return QDialog.DialogCode.Rejected.value
 
         patches = [(QFileDialog, "getOpenFileName", staticmethod(open_name)),
+                   (QFileDialog, "getOpenFileNames", staticmethod(open_names)),
                    (QFileDialog, "getSaveFileName", staticmethod(save_name)),
                    (QFileDialog, "getExistingDirectory", staticmethod(directory)),
                    (QInputDialog, "getItem", staticmethod(item)), (QInputDialog, "getText", staticmethod(text)),
