@@ -128,6 +128,14 @@ def synthetic(target_nodes: int) -> Graph:
     return Graph(builder.graph_def, source=f"synthetic-{target_nodes}")
 
 
+def bare(graph: Graph) -> bytes:
+    """The graph as a bare .pb: no `_output_shapes` (a frozen GraphDef as most users have it)."""
+    graph_def = proto.GraphDef.FromString(graph.to_bytes())
+    for node in graph_def.node:
+        del node.attr["_output_shapes"]
+    return graph_def.SerializeToString()
+
+
 def amct_passes() -> list[type]:
     from fuselens.passes.registry import catalog
 

@@ -1,12 +1,14 @@
 """GUI timings: window shown, model painted, re-layout, scope and fused-node opening, GUI-thread stalls.
 
-    .venv/bin/python benchmarks/bench_gui.py [NAME|FILE|synthetic:N ...] [--before DIR] [--repeat N]
+    .venv/bin/python benchmarks/bench_gui.py [NAME|FILE|synthetic:N|bare:N ...] [--before DIR] [--repeat N]
     (default: mobilenet_v2 resnet50 densenet121 synthetic:19500)
 
 Each model runs in a fresh process: the real entry point, `python main.py MODEL`, with the main
 window class wrapped to record when things happen; it uses an empty layout cache (no disk cache),
 so `dot` runs. `synthetic:N` is the chain of Conv+BN blocks of `bench_amct.synthetic` with about N
-nodes (19,500 gives the 19,505-node graph of 1,000 blocks), written to a temporary .pb first.
+nodes (19,500 gives the 19,505-node graph of 1,000 blocks), written to a temporary .pb first;
+`bare:N` is the same graph without `_output_shapes` (a bare .pb; bare:100000 is issue 27's 100k-node
+graph, the size of a large language model's).
   * shown:    process start -> the window's first paint
   * painted:  process start -> the first paint of the before pane after its layout arrived, fitted
               so that every box of the graph is drawn in that paint (a big graph: its scope overview)
@@ -255,12 +257,15 @@ print("BENCH " + json.dumps(marks))
 
 
 def model_file(name: str, directory: Path) -> str:
-    """A sample name or file as given; `synthetic:N` written to a .pb in `directory` first."""
-    if name.startswith("synthetic:"):
-        from benchmarks.bench_amct import synthetic
+    """A sample name or file as given; `synthetic:N` (`bare:N`: without `_output_shapes`) written to a .pb in
+    `directory` first."""
+    kind, _, size = name.partition(":")
+    if kind in ("synthetic", "bare") and size:
+        from benchmarks.bench_amct import bare, synthetic
 
-        path = directory / f"synthetic{name.split(':', 1)[1]}.pb"
-        path.write_bytes(synthetic(int(name.split(":", 1)[1])).graph_def.SerializeToString())
+        graph = synthetic(int(size))
+        path = directory / f"{kind}{size}.pb"
+        path.write_bytes(bare(graph) if kind == "bare" else graph.graph_def.SerializeToString())
         return str(path)
     if not Path(name).exists():
         from fuselens.core.formats.samples import sample_path
@@ -309,7 +314,7 @@ def main(names: list[str], before: Path | None = None, repeat: int = 1) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("models", nargs="*", help="sample names, model files or synthetic:N")
+    parser.add_argument("models", nargs="*", help="sample names, model files, synthetic:N or bare:N")
     parser.add_argument("--before", type=Path, metavar="DIR", help="also this checkout, alternated in the same run")
     parser.add_argument("--repeat", type=int, default=1, help="runs per model (and checkout)")
     args = parser.parse_args()

@@ -1,7 +1,7 @@
 """Every pass's cost per node from 1k to 50k nodes, and a whole `fuselens fuse` process against Grappler.
 
     .venv/bin/python benchmarks/bench_passes.py [--sizes 1000,5000,20000,50000] [--repeat 3]
-    .venv/bin/python benchmarks/bench_passes.py --process 20000 [--repeat 3]
+    .venv/bin/python benchmarks/bench_passes.py --process 20000 [--repeat 3] [--bare]
     .venv/bin/python benchmarks/bench_passes.py --profile 20000
     .venv/bin/python benchmarks/bench_passes.py --memory 20000
 
@@ -53,7 +53,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from bench_amct import CHANNELS, SyntheticBuilder  # noqa: E402
+from bench_amct import CHANNELS, SyntheticBuilder, bare  # noqa: E402
 
 from fuselens.core.graph import Graph, proto  # noqa: E402
 
@@ -294,11 +294,11 @@ def _process(args: list[str], cwd: Path = ROOT) -> tuple[float, float, list[floa
     return wall, cpu, [float(x) for x in out.stderr.strip().splitlines()[-1].split()]
 
 
-def compare_processes(nodes: int, repeat: int, before: Path | None) -> None:
+def compare_processes(nodes: int, repeat: int, before: Path | None, bare_pb: bool = False) -> None:
     graph = keras_blocks(nodes)
     with tempfile.TemporaryDirectory() as tmp:
         pb = Path(tmp, "graph.pb")
-        pb.write_bytes(graph.to_bytes())
+        pb.write_bytes(bare(graph) if bare_pb else graph.to_bytes())
         parsed_mb, wire_mb = (float(x) for x in subprocess.run(
             [sys.executable, "-c", PARSE_RSS, str(pb)], cwd=ROOT, capture_output=True, text=True,
             check=True).stdout.split())
@@ -312,8 +312,9 @@ def compare_processes(nodes: int, repeat: int, before: Path | None) -> None:
                     runs.runs.append(_process(["-c", FUSE_RSS, "fuse", str(pb), "-o", str(Path(tmp, "fused.pb"))],
                                               cwd=checkout))
     grappler = kinds[-1][0]
-    print(f"\n{len(graph):,} nodes; GraphDef {wire_mb:.1f} MB on the wire, {parsed_mb:.1f} MB in memory (parsed); "
-          f"median of {repeat}, alternated")
+    kind = " (a bare .pb: no _output_shapes)" if bare_pb else ""
+    print(f"\n{len(graph):,} nodes{kind}; GraphDef {wire_mb:.1f} MB on the wire, {parsed_mb:.1f} MB in memory "
+          f"(parsed); median of {repeat}, alternated")
     print("| process | CPU s | wall s | / Grappler (CPU) | CPU s per run | peak RSS MB | growth MB "
           "| growth / GraphDef |")
     print("|---|---:|---:|---:|---|---:|---:|---:|")
@@ -331,12 +332,13 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--process", metavar="N[,M...]", help="compare whole processes on graphs of these sizes")
     parser.add_argument("--before", type=Path, metavar="DIR", help="with --process: also the fuse of this checkout")
+    parser.add_argument("--bare", action="store_true", help="with --process: the .pb without _output_shapes")
     parser.add_argument("--profile", type=int, metavar="N", help="cProfile the default pipeline on N nodes")
     parser.add_argument("--memory", type=int, metavar="N", help="what fuse's memory is made of on N nodes")
     args = parser.parse_args(argv)
     if args.process:
         for nodes in args.process.split(","):
-            compare_processes(int(nodes), args.repeat, args.before)
+            compare_processes(int(nodes), args.repeat, args.before, args.bare)
         return
     if args.memory:
         with tempfile.TemporaryDirectory() as tmp:

@@ -13,7 +13,7 @@ once without. "profiling overhead" is the traced median step time over the untra
 
 `--lowering`: default passes, CPU, no trace: fused median step time over the original's in the
 same run, both graphs timed step by step in turn (speedup, >1 = fused faster), `--repeat` runs
-each with the CPU lowering of conv/matmul epilogue and LayerNorm kernels off (every AutoFuse
+each with the CPU lowering of conv/matmul epilogue, LayerNorm and contraction-tail kernels off (every AutoFuse
 node an XLA kernel, as before core/runtime/lowering.py) and on, alternated so both see the same
 load; median and range of the per-run speedups. A model is a sample, a file, or a name of the
 tests' Keras zoo (tests/zoo/models.py, built and cached on first use), such as TFKerasBERT.
@@ -59,7 +59,8 @@ def lowering_table(models: list[str], repeat: int, steps: int, warmup: int) -> N
                 speedups[mode].append(result.speedup())
                 original_ms[mode].append(result.graphs["original"].summary()["step_median_us"] / 1000)
         os.environ.pop(LOWERING_ENV, None)
-        for mode, title in (("off", "XLA kernels (before)"), ("on", "epilogues, LayerNorms as original ops")):
+        modes = (("off", "XLA kernels (before)"), ("on", "epilogues, LayerNorms, contraction tails as original ops"))
+        for mode, title in modes:
             values = speedups[mode]
             print(f"| {model} | {title} | {len(values)} | {statistics.median(values):.2f}x | "
                   f"{min(values):.2f}-{max(values):.2f}x | {statistics.median(original_ms[mode]):.1f} |", flush=True)

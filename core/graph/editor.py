@@ -176,9 +176,14 @@ class GraphEditor:
         arena = len(table.containers) << 32
         ids: dict[str, int] = {}  # the new graph's, filled in its order (no second name-keyed dict)
         where = array("q")  # see NodeTable
+        visited: set[str] = set()  # a node added after a node added after it (a model output's Identity that
+        # took the name of the node its new producer was placed after) must not send this round in a circle
 
         def emit(name: str) -> None:
-            if name not in ids and name in self:
+            if name in visited:
+                return
+            visited.add(name)
+            if name in self:
                 position = self._changed.get(name)
                 ids[name] = len(where)
                 where.append(table.where[table.ids[name]] if position is None else arena | position)

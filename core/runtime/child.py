@@ -201,6 +201,8 @@ class _Side:
 
         keep = {TensorRef.parse(t).node for t in [*self.fetches, *self.spec.get("probes", ())]}
         executed = lowering.lower(self.graph, self.execution, keep)
+        if note := lowering.contraction_tail_note(self.graph, self.execution, executed):
+            self.notes.append(note)
         if not (job["backend"] == "cpu" and job["grappler"] and backends.onednn_fuses_layer_norms()):
             return executed
         executed, norms = layer_norm.replace_with_onednn(executed, keep, _ranks(self.tf, executed))

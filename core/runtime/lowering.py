@@ -15,6 +15,16 @@ The LayerNorms themselves (in the original graph and in the lowered fused one) a
 `_MklLayerNorm` with the graph's epsilon before TensorFlow sees them: the remapper would build them
 with epsilon 0.001 (see core.runtime.layer_norm), which made a BERT's original outputs wrong.
 
+An AutoFuse kernel of bias adds, additions and multiplications on a contraction's output (a BERT's
+`Add_Mul` after the query Einsum, `BiasAdd_Mul_Neg_Mul` of its GELU and `BiasAdd_Add` of a residual
+after a Tensordot's MatMul) runs as its original ops on CPU too, whoever else reads the contraction
+(oneDNN need not fuse them): such kernels compiled by XLA were measured slower on CPU than
+TensorFlow's own kernels for the same ops, on the same inputs (the tf-keras BERT, quiet 2-core
+machine: 264 us against 168 us for the GELU part, 125 us against 44 us for bias plus residual), and
+the fused BERT ran at 0.89x the original's speed with them. The rule is by kind, not by a
+measurement in each run: a kernel that reads anything else, or computes anything else (an `exp`, a
+`tanh`, where XLA's single pass wins, benchmarks/bench_autofuse.py), stays an XLA kernel.
+
 Only the executed copy changes: the fused graph (its names, provenance, reports, the NPU bundle)
 stays as the toolchain would have it. `execution_plan` needs only protobuf; `lower` imports
 TensorFlow (the child has it) to turn the FunctionDef back into nodes.
@@ -39,9 +49,15 @@ ON_NPU = "by the Ascend toolchain"
 ORIGINAL_OPS = "as its original ops: "
 EPILOGUE = ORIGINAL_OPS + "{} epilogue on CPU"
 LAYER_NORM = ORIGINAL_OPS + "a LayerNorm, as TensorFlow runs one on CPU"
+CONTRACTION_TAIL = ORIGINAL_OPS + "adds and multiplies after {}, which XLA's CPU code runs slower"
 # Producers oneDNN fuses with an epilogue on CPU, and the op that must start the epilogue.
 HOST_FUSED_PRODUCERS = {"Conv2D": "conv", "DepthwiseConv2dNative": "conv", "MatMul": "matmul"}
 EPILOGUE_HEADS = frozenset({"BiasAdd", "BiasAddV1", "Add", "AddV2"})
+# Contractions whose output a CONTRACTION_TAIL kernel reads (directly or through a Reshape: Tensordot).
+CONTRACTIONS = {"MatMul": "a matmul", "BatchMatMul": "a batch matmul", "BatchMatMulV2": "a batch matmul",
+                "BatchMatMulV3": "a batch matmul", "Einsum": "an einsum"}
+# What such a kernel may compute (and its scalar constants).
+TAIL_OPS = EPILOGUE_HEADS | {"Const", "Sub", "Mul", "Neg"}
 
 
 def execution_plan(graph: Graph, backend: str) -> dict[str, str]:
@@ -60,10 +76,13 @@ def execution_plan(graph: Graph, backend: str) -> dict[str, str]:
             if backend != "cpu" or os.environ.get(LOWERING_ENV, "on") == "off" or function is None:
                 continue
             producer = _host_fused_producer(graph, node.name, function) if info.xla else None
+            contraction = _contraction_tail(graph, node.name, function) if info.xla else None
             if producer:
                 plan[node.name] = EPILOGUE.format(producer)
             elif _holds_layer_norm(graph, node.name, function):
                 plan[node.name] = LAYER_NORM
+            elif contraction:
+                plan[node.name] = CONTRACTION_TAIL.format(contraction)
     return plan
 
 
@@ -74,6 +93,26 @@ def _host_fused_producer(graph: Graph, name: str, function: proto.FunctionDef) -
     for i, ref in enumerate(graph.inputs(name)):
         kind = HOST_FUSED_PRODUCERS.get(graph.op(ref.node))
         if kind is None or i >= len(args) or graph.consumer_nodes(ref.node) != [name]:
+            continue
+        heads = [n for n in function.node_def
+                 if any(TensorRef.parse(text).node == args[i].name for text in n.input)]
+        if heads and all(n.op in EPILOGUE_HEADS for n in heads):
+            return kind
+    return None
+
+
+def _contraction_tail(graph: Graph, name: str, function: proto.FunctionDef) -> str | None:
+    """What contraction the kernel's body starts on, when that body is only TAIL_OPS and its ops that
+    read the contraction's output (directly or through a Reshape) are all bias adds or adds; else None."""
+    if any(n.op not in TAIL_OPS for n in function.node_def):
+        return None
+    args = function.signature.input_arg
+    for i, ref in enumerate(graph.inputs(name)):
+        producer = ref.node
+        if graph.op(producer) == "Reshape":
+            producer = graph.inputs(producer)[0].node
+        kind = CONTRACTIONS.get(graph.op(producer))
+        if kind is None or i >= len(args):
             continue
         heads = [n for n in function.node_def
                  if any(TensorRef.parse(text).node == args[i].name for text in n.input)]
@@ -135,6 +174,20 @@ class _KernelView:
         if node is None:
             return self.outer.attr(name, key)
         return node.attr.get(key)
+
+
+def contraction_tail_note(graph: Graph, plan: Mapping[str, str], executed: Graph) -> str | None:
+    """The run's note on the CONTRACTION_TAIL kernels `executed` runs as their original ops (None: none)."""
+    functions = graph.functions
+    ops = {name: sum(n.op != "Const" for n in functions[graph.op(name)].node_def) for name, how in plan.items()
+           if how.startswith(CONTRACTION_TAIL.partition("{")[0]) and executed.op(name) == "IdentityN"}
+    if not ops:
+        return None
+    named = ", ".join(f"{name} ({count} ops)" for name, count in list(ops.items())[:3])
+    more = f" and {len(ops) - 3} more" if len(ops) > 3 else ""
+    return (f"{len(ops)} AutoFuse kernel{'s' * (len(ops) > 1)} ran as {'their' if len(ops) > 1 else 'its'} "
+            f"{sum(ops.values())} original ops on CPU (adds and multiplies after a contraction, which XLA's CPU "
+            f"code runs slower): {named}{more}")
 
 
 def lower(graph: Graph, plan: Mapping[str, str], keep: Collection[str] = ()) -> Graph:

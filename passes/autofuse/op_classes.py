@@ -3,7 +3,7 @@
 Fusion rules (grouping.py) are stated over classes, never over op names (TVM's op patterns do
 the same). The classes come from the one table in core: elementwise, broadcast and reduce ops
 fuse as such, and of the injective ops AutoFuse takes only concat. A broadcast op with two
-operands of one shape is elementwise at that node, decided from the graph's static shapes;
+operands of one known shape is elementwise at that node, decided from the graph's static shapes;
 every other op is `opaque` and never fuses.
 """
 
@@ -59,7 +59,8 @@ def classify(graph: Graph, name: str) -> str:
     if entry.pattern == "broadcast":
         operands = [inputs[slot] for slot in operand_slots(graph, name)]
         shapes = [graph.output_shape(ref.node, ref.port) for ref in operands]
-        return ELEMENTWISE if len(shapes) == 2 and shapes[0] == shapes[1] else BROADCAST
+        same = len(shapes) == 2 and shapes[0] is not None and shapes[0] == shapes[1]  # unknown shapes may differ
+        return ELEMENTWISE if same else BROADCAST
     return REDUCE if entry.pattern == "reduce" else ELEMENTWISE
 
 

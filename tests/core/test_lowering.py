@@ -9,7 +9,16 @@ from fuselens.core.formats.execute import random_feeds, run_graph
 from fuselens.core.graph import Graph, proto
 from fuselens.core.measure.profile import NodeMapper
 from fuselens.core.runtime import layer_norm
-from fuselens.core.runtime.lowering import EPILOGUE, FUNCTION_CALL, LAYER_NORM, XLA_KERNEL, execution_plan, lower
+from fuselens.core.runtime.lowering import (
+    CONTRACTION_TAIL,
+    EPILOGUE,
+    FUNCTION_CALL,
+    LAYER_NORM,
+    XLA_KERNEL,
+    contraction_tail_note,
+    execution_plan,
+    lower,
+)
 from fuselens.core.tfimport import import_tensorflow
 from fuselens.passes.pipeline import run_pipeline
 from tests.core.test_layer_norm import keras2_layer_norm_graph
@@ -88,3 +97,33 @@ def test_layer_norms_run_as_their_original_ops_on_cpu(load_sample):
     feeds = random_feeds(scope, seed=1)
     np.testing.assert_allclose(run_graph(lowered, feeds)["sequence_output"], run_graph(scope, feeds)["sequence_output"],
                                rtol=1e-5, atol=1e-6)
+
+
+def test_adds_and_multiplies_after_a_contraction_run_as_their_original_ops_on_cpu():
+    """A BERT's query scaling after an Einsum, and a bias plus residual after a Tensordot's MatMul, run as
+    their ops on CPU (XLA's CPU code is slower for them); an Exp after an Einsum stays an XLA kernel."""
+    tf = import_tensorflow()
+    rng = np.random.default_rng(11)
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [2, 8, 16], name="x")
+        query = tf.einsum("abc,cd->abd", x, rng.normal(0, 0.3, (16, 16)).astype(np.float32), name="query")
+        scaled = tf.multiply(query + rng.normal(0, 0.5, 16).astype(np.float32), 0.25, name="scaled")
+        dense = tf.tensordot(scaled, rng.normal(0, 0.3, (16, 16)).astype(np.float32), axes=1, name="dense")
+        residual = tf.add(tf.nn.bias_add(dense, rng.normal(0, 0.5, 16).astype(np.float32)), x, name="residual")
+        key = tf.einsum("abc,cd->abd", residual, rng.normal(0, 0.3, (16, 16)).astype(np.float32), name="key")
+        tf.identity(tf.exp(key + rng.normal(0, 0.1, 16).astype(np.float32)), name="output")
+    original = Graph(proto.GraphDef.FromString(graph.as_graph_def().SerializeToString()), source="contraction")
+    fused = run_pipeline(original).fused
+    plan = execution_plan(fused, "cpu")
+    assert sorted(plan.values()) == sorted([CONTRACTION_TAIL.format("a matmul"), CONTRACTION_TAIL.format("an einsum"),
+                                            XLA_KERNEL])
+    assert set(execution_plan(fused, "gpu").values()) == {XLA_KERNEL}
+    lowered = lower(fused, plan, keep={"output"})
+    tails = [name for name, how in plan.items() if how != XLA_KERNEL]
+    assert all(lowered.op(name) == "IdentityN" for name in tails)
+    note = contraction_tail_note(fused, plan, lowered)
+    assert note.startswith("2 AutoFuse kernels ran as their 4 original ops on CPU") and all(n in note for n in tails)
+    feeds = random_feeds(original, seed=2)
+    want = run_graph(original, feeds, ["output"])["output"]
+    np.testing.assert_allclose(run_graph(lowered, feeds, ["output"])["output"], want, rtol=1e-5, atol=1e-6)

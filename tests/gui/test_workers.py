@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
+import weakref
 from itertools import pairwise
 
 from PySide6.QtCore import QObject, QTimer
@@ -130,3 +132,37 @@ def test_timers_run_between_every_two_slices(qtbot):
     for name in ("a", "b"):  # the first slice runs inside run_in_slices, each later one after a tick
         slices = [i for i, event in enumerate(events) if event == name]
         assert all("tick" in events[before + 1:after] for before, after in pairwise(slices)), events
+
+
+def test_a_task_that_ended_lets_go_of_what_it_held(qtbot):
+    """A finished, failed or superseded task frees what it and its handlers held (in the window: a model and
+    its fused graph). PySide's QThreadPool kept every QRunnable it had run, and the handlers' connections
+    made a cycle through Qt that the garbage collector cannot see: ~25 MB per MobileNetV2 opened."""
+    pool = WorkerPool()
+
+    class Held:
+        pass
+
+    def run(outcome: str) -> weakref.ref:
+        held = Held()
+
+        def task(progress, cancelled):
+            progress(f"holding {held}")
+            if outcome == "error":
+                raise FuseLensError("bad")
+            while outcome == "cancel" and not cancelled():
+                time.sleep(0.002)
+            return held
+
+        pool.start("a", outcome, task, on_finished=lambda value: (held, value), on_error=lambda text: (held, text),
+                   on_cancelled=lambda: held, on_progress=lambda text: (held, text))
+        if outcome == "cancel":
+            pool.cancel_all()
+        return weakref.ref(held)
+
+    refs = [run(outcome) for outcome in ("finish", "error", "cancel")]
+    qtbot.waitUntil(lambda: not pool.busy())
+    assert pool.shutdown(5000)
+    qtbot.wait(20)
+    gc.collect()
+    assert [ref() is None for ref in refs] == [True, True, True]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from autofuse_check import assert_same_outputs, tf_graph
 
+from fuselens.core.graph import Graph, proto
+from fuselens.core.graph.nodes import make_node
 from fuselens.core.graph.opclass import op_category
 from fuselens.passes.autofuse.autofuse_pass import AutoFusePass
 from fuselens.passes.autofuse.flags import AutofuseFlags, parse_autofuse_flags
@@ -56,6 +58,16 @@ def test_binary_op_with_differing_input_shapes_is_broadcast(load_sample):
     graph = load_sample("abs_add_relu")
     assert [classify(graph, n) for n in ("abs_0", "add_0", "relu_0", "data1")] == [
         "elementwise", "broadcast", "elementwise", "opaque"]
+
+
+def test_binary_op_on_two_unknown_shapes_is_broadcast_not_elementwise():
+    """Two operands whose shapes nobody knows may still differ ([4, 8] + [8]): not taken as one shape."""
+    float_attr = {"dtype": proto.DT_FLOAT}
+    nodes = [make_node("Placeholder", "a", [], float_attr), make_node("Placeholder", "b", [], float_attr),
+             make_node("AddV2", "add", ["a", "b"], {"T": proto.DT_FLOAT})]
+    graph = Graph.from_nodes(nodes, source="unknown shapes")
+    assert graph.output_shape("a") is None and graph.output_shape("b") is None
+    assert classify(graph, "add") == "broadcast"
 
 
 def test_kernel_of_more_than_max_fusion_size_ops_is_split_with_a_near_miss():

@@ -64,6 +64,18 @@ def _keras_bn_after(build_input) -> Graph:
     return Graph(proto.from_tf(graph.as_graph_def(add_shapes=True)), source="keras_bn")
 
 
+def test_a_batch_norm_that_is_the_model_output_is_fused():
+    """Nothing reads the BatchNorm's last add: it is the model's output (a RecursionError before)."""
+    rng = np.random.default_rng(9)
+    graph = _keras_bn_after(lambda tf: tf.nn.conv2d(tf.compat.v1.placeholder(tf.float32, [1, 6, 6, 3], name="x"),
+                                                    rng.normal(0, 0.5, (3, 3, 3, 4)).astype(np.float32), 1, "SAME",
+                                                    name="conv"))
+    assert graph.consumer_nodes("bn/batchnorm/add_1") == []
+    fused, results = apply_passes(graph, SmallOpBatchnormFusionPass, ConvBatchnormFusionPass)
+    assert [len(r.matches) for r in results] == [1, 1] and "FusedBatchNormV3" not in fused.op_histogram()
+    assert_same_outputs(graph, fused)
+
+
 def test_producer_not_a_conv_is_a_near_miss():
     graph = _keras_bn_after(lambda tf: tf.nn.relu(tf.compat.v1.placeholder(tf.float32, [1, 4, 4, 3]), name="relu"))
     result = SmallOpBatchnormFusionPass().dry_run(graph)
