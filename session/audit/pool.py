@@ -37,7 +37,13 @@ def run_local(tasks: Sequence[AuditTask], jobs: int, *, on_row: Callable[[int, R
     def stopped() -> bool:
         return interrupted.is_set() or cancelled()
 
-    def work() -> None:
+    def work(finished: threading.Event) -> None:
+        try:
+            serve()
+        finally:
+            finished.set()
+
+    def serve() -> None:
         with AuditWorker() as worker:
             while not stopped():
                 try:
@@ -53,21 +59,25 @@ def run_local(tasks: Sequence[AuditTask], jobs: int, *, on_row: Callable[[int, R
                     return
                 on_row(i, row)
 
-    threads = [threading.Thread(target=work, name=f"fuselens-audit-{n}", daemon=True)
-               for n in range(max(1, min(jobs, len(tasks))))]
-    for thread in threads:
-        thread.start()
+    # Each thread sets its event once its worker process is gone. Waited on instead of Thread.join: a join
+    # that Ctrl+C interrupts can leave the thread counted as ended while it runs (and its worker with it).
+    finished = [threading.Event() for _ in range(max(1, min(jobs, len(tasks))))]
+    for n, event in enumerate(finished):
+        threading.Thread(target=work, args=(event,), name=f"fuselens-audit-{n}", daemon=True).start()
     try:
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.2)
+        _wait_all(finished)
     except KeyboardInterrupt:  # Ctrl+C: the models in flight stop, their workers with them
         interrupted.set()
-        for thread in threads:
-            thread.join()
+        _wait_all(finished)
         raise
     if errors:
         raise errors[0]
+
+
+def _wait_all(events: Sequence[threading.Event]) -> None:
+    for event in events:
+        while not event.wait(0.2):
+            continue
 
 
 def run_dask(tasks: Sequence[AuditTask], scheduler: str, *, on_row: Callable[[int, Row], None],

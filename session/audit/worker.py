@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from fuselens.session.audit.model import AuditTask, audit_model
 
 FAULT_ENV = "FUSELENS_AUDIT_FAULT"
 MODULE = "fuselens.session.audit.worker"
+PARENT_POLL_S = 1.0
 
 
 class Interrupted(Exception):
@@ -109,11 +111,19 @@ def _fault(name: str) -> None:
                 time.sleep(1e6)
 
 
+def _exit_with_parent(parent: int) -> None:
+    """A worker outlives no parent (one killed, a Dask worker restarted): a hanging model would keep it forever."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(3)
+
+
 def main(fd: int) -> int:
     """Serve tasks until the parent closes the connection."""
     from fuselens.core.runtime.runner import RunnerProcess
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's: it stops this process itself
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     conn = Connection(fd)
     with RunnerProcess() as runner:
         while True:

@@ -97,7 +97,8 @@ def test_ctrl_c_stops_cleanly_and_writes_what_is_done(tmp_path):
     """A CLI process audits conv_bn, then hangs on conv_shared (the worker's test hook); SIGINT ends it with
     the reports of conv_bn written."""
     report = tmp_path / "r.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), FAULT_ENV: "conv_shared=hang", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    marker = f"conv_shared=hang,{tmp_path.name}=none"  # finds this test's worker processes among all others
+    env = {**os.environ, "PYTHONPATH": str(ROOT), FAULT_ENV: marker, "TF_CPP_MIN_LOG_LEVEL": "2"}
     process = subprocess.Popen([sys.executable, "-m", "fuselens", "audit", "conv_bn", "conv_shared", "demo", "-j", "1",
                                 "--json", str(report)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
@@ -115,3 +116,15 @@ def test_ctrl_c_stops_cleanly_and_writes_what_is_done(tmp_path):
     assert "interrupted: 1 of 3 models audited" in err and "Traceback" not in err
     data = json.loads(report.read_text())
     assert [row["model"] for row in data["models"]] == ["conv_bn"] and data["complete"] is False
+    assert workers_with(f"{FAULT_ENV}={marker}") == []  # the hanging model's worker went with the audit
+
+
+def workers_with(variable: str) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and variable.encode() in (proc / "environ").read_bytes().split(b"\0"):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
