@@ -57,6 +57,7 @@ def _share(text: str) -> float:
 def run_audit_command(args: argparse.Namespace) -> int:
     from fuselens.passes.config import PassConfig
     from fuselens.session.audit.audit import AuditInterrupted, AuditOptions, build_tasks, run_audit
+    from fuselens.session.audit.html import SHOWN_NEAR_MISSES
     from fuselens.session.audit.reports import read_report
 
     config = PassConfig.from_args(args)
@@ -71,7 +72,7 @@ def run_audit_command(args: argparse.Namespace) -> int:
             check_output_path(out)
     baseline = read_report(args.baseline) if args.baseline and not args.update_baseline else None
     options = AuditOptions(numeric=args.numeric, run=args.run, steps=args.steps, timeout=args.timeout,
-                           pictures=3 if args.html else 0, scheduler=args.scheduler,
+                           pictures=SHOWN_NEAR_MISSES if args.html else 0, scheduler=args.scheduler,
                            **({"jobs": args.jobs} if args.jobs else {}))
     tasks = build_tasks(args.paths, config, options)
     bar = ProgressBar(sys.stderr)

@@ -11,9 +11,11 @@ import re
 from typing import Any
 
 from fuselens.core.formats.io import write_bytes_atomic
+from fuselens.session.audit.reasons import top_by_kind
 from fuselens.session.audit.reports import model_failures
 
 SHOWN_NEAR_MISSES = 3
+SHOWN_MODELS = 6  # models named per reason (the rest counted)
 
 STYLE = """
 body{font-family:sans-serif;margin:24px auto;max-width:1400px;padding:0 16px;color:#202124;font-size:14px}
@@ -132,7 +134,9 @@ def _reasons_table(reasons: list[dict[str, Any]]) -> str:
     body = []
     for rank, entry in enumerate(reasons, 1):
         first = entry["first"]
-        models = ", ".join(_link(m) for m in entry["models"][:12]) + (" …" if len(entry["models"]) > 12 else "")
+        shown = entry["models"][:SHOWN_MODELS]
+        models = ", ".join(map(_link, shown)) + (f" and {len(entry['models']) - len(shown)} more"
+                                                 if len(entry["models"]) > len(shown) else "")
         body.append("<tr>" + "".join([
             _cell(str(rank), rank, "n"), _cell(f"<b>{_e(entry['title'])}</b><br><span class='muted reason'>"
                                                f"e.g. {_e(first['model'])}: {_e(entry['example'])}</span>"),
@@ -157,7 +161,7 @@ def _model_section(row: dict[str, Any], failures: list[str]) -> str:
         parts.append("<table><tr><th>pass</th><th>matches</th><th>near misses</th><th>errors</th></tr>" + "".join(
             f"<tr><td>{_e(p)}</td><td class='n'>{c['matches']}</td><td class='n'>{c['near_misses']}</td>"
             f"<td>{_e('; '.join(c['errors']))}</td></tr>" for p, c in passes) + "</table>")
-    for near in row["near_misses"][:SHOWN_NEAR_MISSES]:
+    for near in (row["near_misses"][i] for i in top_by_kind(row["near_misses"], SHOWN_NEAR_MISSES)):
         parts.append(f"<h4>near miss {_e(near['pass'])}:{_e(near['anchor'])} — {_e(near['kind_title'])}</h4>"
                      f"<p class='reason'>{_e(near['reason'])}</p>")
         if near.get("svg"):

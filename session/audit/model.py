@@ -15,7 +15,7 @@ from typing import Any
 from fuselens.core.errors import FuseLensError
 from fuselens.passes.config import PassConfig
 from fuselens.passes.pipeline import PipelineResult
-from fuselens.session.audit.reasons import reason_kind
+from fuselens.session.audit.reasons import reason_kind, top_by_kind
 
 NUMERIC_SEED = 0
 PICTURE_CONTEXT_BOXES = 40  # a near miss's picture draws its nodes and their neighbours up to this many boxes
@@ -94,8 +94,8 @@ def _fusion(pipeline: PipelineResult) -> dict[str, Any]:
 
 
 def _draw_near_misses(pipeline: PipelineResult, near_misses: list[dict[str, Any]], count: int) -> None:
-    """An inline SVG of the graph around each of the first `count` near misses: its nodes outlined, the
-    culprit's in red (what broke the match)."""
+    """An inline SVG of the graph around each of the model's top `count` near misses (one per reason kind):
+    its nodes outlined, the culprit's in red (what broke the match)."""
     from fuselens.core.layout import visible_graph
     from fuselens.core.layout.svg import layout_svg
     from fuselens.session.lesson import _around, _sub_layout
@@ -103,7 +103,7 @@ def _draw_near_misses(pipeline: PipelineResult, near_misses: list[dict[str, Any]
     graphs = [pipeline.original, pipeline.fused]  # a near miss on nodes an earlier pass made is in the fused one
     full = {id(g): visible_graph(g) for g in graphs}
     found = {(r.pass_id, n.anchor): n for r in pipeline.results for n in r.near_misses}
-    for row in near_misses[:count]:
+    for row in (near_misses[i] for i in top_by_kind(near_misses, count)):
         near = found[(row["pass"], row["anchor"])]
         graph = next((g for g in graphs if near.anchor in g or any(n in g for n in near.nodes)), None)
         if graph is None:

@@ -75,3 +75,13 @@ def reason_kind(reason: str, names: Iterable[str] = ()) -> ReasonKind:
     template = re.sub(r"\s+", " ", template).strip()[:160]
     digest = hashlib.sha1(template.encode()).hexdigest()[:10]
     return ReasonKind(f"other-{digest}", template)
+
+
+def top_by_kind(near_misses: list[dict], count: int) -> list[int]:
+    """Indexes of a model's top near misses: the first of each reason kind, the kinds it has most of first."""
+    first: dict[str, int] = {}
+    tally: dict[str, int] = {}
+    for i, near in enumerate(near_misses):
+        first.setdefault(near["kind"], i)
+        tally[near["kind"]] = tally.get(near["kind"], 0) + 1
+    return [first[kind] for kind in sorted(first, key=lambda k: (-tally[k], first[k]))][:count]

@@ -14,7 +14,7 @@ from fuselens.passes.pipeline import run_pipeline
 from fuselens.session.audit.audit import AuditOptions, build_report, build_tasks, run_audit
 from fuselens.session.audit.baseline import regressions
 from fuselens.session.audit.collect import collect_models
-from fuselens.session.audit.reasons import reason_kind
+from fuselens.session.audit.reasons import reason_kind, top_by_kind
 from fuselens.session.audit.summary import ranked_reasons
 from fuselens.session.audit.worker import FAULT_ENV
 
@@ -35,6 +35,12 @@ def test_a_known_reason_gets_its_class_and_an_unknown_one_a_class_of_its_text_wi
     second = reason_kind("b2/odd (Bar) wants 12 widgets from b2/x", ["b2/odd", "b2/x"])
     assert first == second and first.id.startswith("other-") and "block" not in first.title
     assert reason_kind("a different refusal altogether").id != first.id
+
+
+def test_a_models_top_near_misses_are_one_per_kind_the_most_frequent_kind_first():
+    kinds = ["a", "b", "b", "c", "b", "c"]
+    assert top_by_kind([{"kind": k} for k in kinds], 2) == [1, 3]
+    assert top_by_kind([{"kind": k} for k in kinds], 5) == [1, 3, 0]
 
 
 def test_folders_are_searched_for_every_format_and_a_savedmodel_is_one_model(tmp_path):
