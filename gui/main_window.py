@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QMainWindow
 from fuselens.core.formats.loaders import LoadedModel
 from fuselens.core.layout import SCOPE_PREFIX, Layout, LayoutCache, default_cache
 from fuselens.core.layout.overview import drawn_name, expand_scope, hidden_in
+from fuselens.gui.audit_panel import install_audit_panel
 from fuselens.gui.chrome import build_chrome
 from fuselens.gui.debug_tools import install_debug_tools
 from fuselens.gui.dialogs import RecentFiles, show_error
@@ -87,6 +88,7 @@ class MainWindow(QMainWindow):
         self.run_panel = install_run_panel(self.host)  # the Run & profile dock, Run menu and toolbar action
         self.debug_tools = install_debug_tools(self.host, self.match_list, self.run_panel)  # skips, bisect, compare
         self.stages_panel = install_stages_panel(self.host, self.chrome.open_dumps_action)  # the toolchain's dumps
+        self.audit = install_audit_panel(self.host, self.open_model)  # File > Audit folder…: a zoo in the background
         parts = PresentationParts(self.panes, self.match_list, self.why_not)
         self.presentation = install_presentation(self.host, parts)  # View > Presentation (F11): full screen, keys
 
