@@ -84,12 +84,40 @@ def test_reasons_rank_by_models_then_matches_with_the_first_model_that_has_each(
     assert ranked[1]["summary"] == "the a: 3 matches in 1 model"
 
 
-def test_numeric_compares_original_and_fused_in_the_runner():
-    report = audit(["conv_bn", "bert_layernorm"], numeric=True, jobs=1)  # one worker: TensorFlow starts once
+def test_numeric_compares_original_and_fused_in_the_runner_and_run_times_both():
+    report = audit(["conv_bn", "bert_layernorm"], numeric=True, run=True, steps=3, jobs=1)  # TensorFlow starts once
     for row in report["models"]:
         assert row["numeric"]["allclose"] is True and row["numeric"]["outputs"] >= 1
         assert row["numeric"]["max_abs"] is not None and row["numeric"]["max_abs"] < 1e-4
+        assert row["timing"]["steps"] == 3 and row["timing"]["original_us"] > 0 and row["timing"]["fused_us"] > 0
     assert report["summary"]["disagreeing"] == []
+    assert sorted(s["model"] for s in report["summary"]["slowest"]) == ["bert_layernorm", "conv_bn"]
+
+
+@pytest.mark.slow
+def test_a_folder_of_keras_files_and_a_savedmodel_is_audited_with_numerics(tmp_path):
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(5)
+    model = keras.Sequential([keras.Input((8, 8, 3), name="img"), keras.layers.Conv2D(4, 3),
+                              keras.layers.BatchNormalization(), keras.layers.ReLU()])
+    rng = np.random.default_rng(5)
+    bn = model.layers[1]
+    bn.set_weights([rng.uniform(0.5, 2.0, 4), rng.normal(0, 1, 4), rng.normal(0, 1, 4), rng.uniform(0.5, 2.0, 4)])
+    zoo = tmp_path / "zoo"
+    zoo.mkdir()
+    model.save(zoo / "m.keras")
+    model.save(zoo / "m.h5")
+    tf.saved_model.save(model, str(zoo / "saved"))
+    report = audit([str(zoo)], numeric=True, jobs=1)
+    rows = {row["model"]: row for row in report["models"]}
+    assert {name: row.get("format") for name, row in rows.items()} == {
+        "zoo/m.h5": "h5", "zoo/m.keras": "keras", "zoo/saved": "savedmodel"}
+    for row in rows.values():
+        assert row["status"] == "ok" and row["numeric"]["allclose"] is True
+        assert sum(p["matches"] for p in row["passes"].values()) >= 1
 
 
 def test_a_bad_file_a_crash_and_a_hang_are_rows_and_the_others_complete(tmp_path, monkeypatch):
