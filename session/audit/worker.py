@@ -95,10 +95,16 @@ class AuditWorker:
         self.close()
 
 
+_kept = threading.local()
+
+
 def audit_isolated(task: AuditTask) -> dict[str, Any]:
-    """One model in a worker process of its own: the task a Dask worker runs (it must survive the model too)."""
-    with AuditWorker() as worker:
-        return worker.audit(task)
+    """One model in an audit worker process: the task a Dask worker runs (it must survive the model too).
+    Each of its threads keeps its audit worker for the next task (TensorFlow starts once per thread, not per
+    model); the worker exits with the Dask worker (`_exit_with_parent`)."""
+    if getattr(_kept, "worker", None) is None:
+        _kept.worker = AuditWorker()
+    return _kept.worker.audit(task)
 
 
 def _fault(name: str) -> None:
