@@ -3,6 +3,8 @@ baseline gate, plain progress lines off a terminal, Ctrl+C writing what is done.
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
 import os
 import re
@@ -15,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from fuselens.cli import main as cli_main
+from fuselens.cli.audit_cmd import ProgressBar, _share
+from fuselens.session.audit.audit import AuditProgress
 from fuselens.session.audit.worker import FAULT_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,3 +132,26 @@ def workers_with(variable: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_the_progress_is_one_bar_redrawn_with_the_model_in_flight_and_an_eta():
+    stream = Terminal()
+    bar = ProgressBar(stream)
+    bar.update(AuditProgress(0, 4, {"demo": "fusing"}, 1.0))
+    bar.update(AuditProgress(2, 4, {"conv_bn": "comparing"}, 10.0, last={"model": "demo", "status": "ok"}))
+    bar.close()
+    frames = stream.getvalue().split("\r\x1b[K")
+    assert frames[1].startswith("[" + "." * 24 + "] 0/4 demo (fusing)")
+    assert frames[2] == "[" + "#" * 12 + "." * 12 + "] 2/4 ETA 10 s conv_bn (comparing)"
+    assert frames[-1] == "" and "\n" not in stream.getvalue()
+
+
+def test_slower_takes_a_percentage_or_a_share():
+    assert _share("10%") == pytest.approx(0.1) and _share("0.25") == 0.25
+    with pytest.raises(argparse.ArgumentTypeError):
+        _share("fast")
