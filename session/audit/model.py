@@ -7,17 +7,22 @@ its one-line reason. Crashes and hangs are the caller's to catch (session/audit/
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fuselens.core.errors import FuseLensError
 from fuselens.passes.config import PassConfig
 from fuselens.passes.pipeline import PipelineResult
 from fuselens.session.audit.reasons import reason_kind, top_by_kind
 
+if TYPE_CHECKING:
+    from fuselens.core.runtime.runner import RunnerProcess
+
 NUMERIC_SEED = 0
+_KILLED_BY = re.compile(r"child process died from signal (SIG\w+)")
 PICTURE_CONTEXT_BOXES = 40  # a near miss's picture draws its nodes and their neighbours up to this many boxes
 
 
@@ -36,7 +41,7 @@ class AuditTask:
 
 
 def audit_model(task: AuditTask, stage: Callable[[str], None] = lambda _: None,
-                runner: Any = None) -> dict[str, Any]:
+                runner: RunnerProcess | None = None) -> dict[str, Any]:
     """The row of one model. `stage(text)` tells what it is doing (the progress bar's "in flight");
     `runner` is a RunnerProcess to reuse for the numeric check and the timed run."""
     from fuselens.core.formats.loaders import load_model
@@ -116,7 +121,7 @@ def _draw_near_misses(pipeline: PipelineResult, near_misses: list[dict[str, Any]
         row["svg"] = layout_svg(layout, status, title=f"near miss {row['pass']}:{row['anchor']}")
 
 
-def _run(task: AuditTask, pipeline: PipelineResult, runner: Any) -> dict[str, Any]:
+def _run(task: AuditTask, pipeline: PipelineResult, runner: RunnerProcess | None) -> dict[str, Any]:
     """The numeric check (one step on seeded random inputs) and, with `task.run`, the timed steps."""
     from fuselens.core.runtime.runner import run
     from fuselens.session.run_workflow import RunSettings, run_request
@@ -127,7 +132,9 @@ def _run(task: AuditTask, pipeline: PipelineResult, runner: Any) -> dict[str, An
     try:
         result = run(run_request(pipeline.original, pipeline, task.name, settings), process=runner)
     except FuseLensError as e:
-        return {"numeric": {"error": str(e)}} if task.numeric else {"timing": {"error": str(e)}}
+        failed = {"numeric": {"error": str(e)}} if task.numeric else {"timing": {"error": str(e)}}
+        killed = _KILLED_BY.search(str(e))  # TensorFlow crashed the runner's child: the model crashed
+        return {**failed, "status": f"crashed ({killed.group(1)})", "reason": str(e)} if killed else failed
     if task.numeric:
         finite = [c for c in result.comparison if c.max_abs is not None]
         out["numeric"] = {

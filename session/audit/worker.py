@@ -81,7 +81,7 @@ class AuditWorker:
         code = child.process.returncode
         status = f"crashed ({signal.Signals(-code).name})" if code is not None and code < 0 else "crashed"
         self.close()
-        return failed_row(task, "crashed", f"{status}: the worker {why}", seconds) | {"status": status}
+        return failed_row(task, status, f"{status}: the worker {why}", seconds)
 
     def close(self) -> None:
         if self._child is not None:

@@ -9,6 +9,7 @@ import pytest
 
 from fuselens.core.formats.loaders import load_model
 from fuselens.core.formats.samples import sample_path
+from fuselens.core.runtime.child import FAULT_ENV as RUNNER_FAULT_ENV
 from fuselens.passes.config import PassConfig
 from fuselens.passes.pipeline import run_pipeline
 from fuselens.session.audit.audit import AuditOptions, build_report, build_tasks, run_audit
@@ -138,6 +139,14 @@ def test_a_bad_file_a_crash_and_a_hang_are_rows_and_the_others_complete(tmp_path
     assert rows["zoo/conv_bn.pb"]["status"] == rows["zoo/demo.pb"]["status"] == "ok"
     assert rows["zoo/demo.pb"]["passes"]["ConvBatchnormFusionPass"]["matches"] >= 1
     assert report["summary"]["statuses"] == {"crashed": 1, "ok": 2, "timed out": 1, "unreadable": 1}
+
+
+def test_tensorflow_crashing_in_the_runner_makes_the_row_crashed(monkeypatch):
+    """The runner's own test hook kills its child with SIGSEGV mid-run, as a TensorFlow crash would."""
+    monkeypatch.setenv(RUNNER_FAULT_ENV, "SIGSEGV@run")
+    (row,) = audit(["conv_bn"], numeric=True, jobs=1)["models"]
+    assert row["status"] == "crashed (SIGSEGV)" and "died from signal SIGSEGV" in row["reason"]
+    assert row["passes"]["ConvBatchnormFusionPass"]["matches"] == 1  # what was found before the crash stays
 
 
 def test_a_cancelled_audit_keeps_the_rows_done(monkeypatch):
