@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the audit's modules load when an audit starts, not with the
     from fuselens.session.audit.audit import AuditProgress
 
 MODEL_COLUMNS = ("model", "status", "nodes", "matches", "near misses", "inside a fusion")
-REASON_COLUMNS = ("reason (its kind)", "matches lost", "models", "first model")
+REASON_COLUMNS = ("#", "reason (its kind)", "matches lost", "models", "first model", "passes")
 ROW_ROLE = Qt.ItemDataRole.UserRole
 
 
@@ -129,12 +129,14 @@ class AuditPanel(QWidget):
              _item(len(row.get("near_misses", []))), _item(f"{row.get('fused_share', 0.0):.0%}")]
             for row in report["models"]])
         self._fill(self.reasons, [
-            [_item(entry["title"], entry), _item(entry["matches"]), _item(len(entry["models"])),
-             _item(entry["first"]["model"])] for entry in summary["reasons"]])
+            [_item(rank, entry), _item(entry["title"]), _item(entry["matches"]), _item(len(entry["models"])),
+             _item(entry["first"]["model"]), _item(", ".join(entry["passes"]))]
+            for rank, entry in enumerate(summary["reasons"], 1)])
 
     @staticmethod
     def _fill(table: QTableWidget, rows: list[list[QTableWidgetItem]]) -> None:
         table.setSortingEnabled(False)
+        table.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # the report's order first
         table.setRowCount(len(rows))
         for r, items in enumerate(rows):
             for c, item in enumerate(items):

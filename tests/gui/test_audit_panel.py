@@ -12,7 +12,7 @@ from tests.gui.helpers import WAIT_MS, wait_idle
 
 
 def test_audit_a_folder_then_open_a_model_and_a_reason(qtbot, window, tmp_path, dialogs):
-    for name in ("conv_bn", "conv_shared", "demo"):
+    for name in ("conv_bn", "conv_shared", "demo", "keras_bn_small_ops"):
         shutil.copy(sample_path(name), tmp_path / f"{name}.pb")
     assert any(a.text() == "Audit folder…" for a in window.menuBar().actions()[0].menu().actions())
     window.set_config(window.session.config.with_pass("AutoFusePass", False))  # the audit takes this one
@@ -20,9 +20,9 @@ def test_audit_a_folder_then_open_a_model_and_a_reason(qtbot, window, tmp_path, 
     tool.start(str(tmp_path))
     qtbot.waitUntil(lambda: tool.panel.report is not None, timeout=WAIT_MS)
     panel = tool.panel
-    assert tool.dock.isVisible() and panel.models.rowCount() == 3
-    models = [panel.models.item(r, 0).text() for r in range(3)]
-    assert sorted(models) == [f"{tmp_path.name}/{n}.pb" for n in ("conv_bn", "conv_shared", "demo")]
+    assert tool.dock.isVisible() and panel.models.rowCount() == 4
+    models = [panel.models.item(r, 0).text() for r in range(4)]
+    assert models == [f"{tmp_path.name}/{n}.pb" for n in ("conv_bn", "conv_shared", "demo", "keras_bn_small_ops")]
     assert all("AutoFusePass" not in row["passes"] for row in panel.report["models"])
 
     row = models.index(f"{tmp_path.name}/conv_bn.pb")
@@ -33,6 +33,8 @@ def test_audit_a_folder_then_open_a_model_and_a_reason(qtbot, window, tmp_path, 
     assert window.session.pipeline.result("ConvBatchnormFusionPass").matches
 
     reasons = [panel.reasons.item(r, 0).data(ROW_ROLE) for r in range(panel.reasons.rowCount())]
+    assert len(reasons) >= 3 and reasons == panel.report["summary"]["reasons"]  # in the ranked order
+    assert [panel.reasons.item(r, 1).text() for r in range(len(reasons))] == [r["title"] for r in reasons]
     read = next(i for i, entry in enumerate(reasons) if entry["kind"] == "intermediate-read")
     panel.reasons.cellActivated.emit(read, 0)
     wait_idle(qtbot, window)
