@@ -15,7 +15,8 @@ def format_check(report: CheckReport, *, limit: int = 30) -> str:
     lines += [f"  {key}: {value}" for key, value in sources.items()]
     lines.append(f"  {s.predicted} predicted fusions: {s.found} found, {s.not_found} not found, "
                  f"{s.unknown} unknown; {s.unpredicted} toolchain fusions not predicted; "
-                 f"{s.ledger_disagreements} ledger disagreements")
+                 f"{s.ledger_disagreements} ledger disagreements" +
+                 (f"; {s.log_disagreements} log disagreements" if report.log else ""))
     for row in report.predicted[:limit]:
         p = row.prediction
         time = f", {row.time_us:.1f} us/step" if row.time_us is not None else ""
@@ -36,5 +37,8 @@ def format_check(report: CheckReport, *, limit: int = 30) -> str:
     if disagreements:
         lines.append(f"ledger disagreements ({sources.get('fusion_result_graph', '')}):")
         lines += [f"  {r.name}: {r.note}" for r in disagreements]
+    if report.log:
+        lines.append("what the logs say, pass by pass:")
+        lines += [f"  {r.status:12s} {r.log}; {r.note}" for r in report.log]
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join(lines)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from fuselens.core.runtime import RunResult
     from fuselens.passes.config import PassConfig
     from fuselens.passes.pipeline import PipelineResult
+    from fuselens.session.fusion_gain import GainReport
 
 
 # ---- output and option syntax ------------------------------------------------------------------
@@ -125,19 +126,23 @@ def fuse_model(args: argparse.Namespace, config: PassConfig | None = None) -> tu
 
 
 # ---- a run's result ----------------------------------------------------------------------------
-def emit_result(result: RunResult, args: argparse.Namespace, extra: dict[str, Any] | None = None) -> int:
-    """Save the run file when asked (--save), then print the result (with `extra` in its JSON) as JSON or text."""
+def emit_result(result: RunResult, args: argparse.Namespace, extra: dict[str, Any] | None = None,
+                gains: GainReport | None = None) -> int:
+    """Save the run file when asked (--save), then print the result (with `extra`, and the fusions' gains as
+    "fusion_gain", in its JSON) as JSON or text."""
     if args.save:
         result.save(args.save)
     if args.json:
-        print_json({**result.to_json(), **(extra or {})})
+        print_json({**result.to_json(), **({"fusion_gain": gains.to_json()} if gains is not None else {}),
+                    **(extra or {})})
     else:
-        print(format_result(result))
+        print(format_result(result, gains))
     return 0
 
 
-def format_result(result: RunResult) -> str:
-    """The run as a short text report: per graph the summary and top kernels, then outputs and speedup."""
+def format_result(result: RunResult, gains: GainReport | None = None) -> str:
+    """The run as a short text report: per graph the summary and top kernels, then outputs and speedup, then
+    whether each fusion paid (`gains`)."""
     lines = [f"{result.model or 'model'} on {result.backend}: {result.steps} steps"
              + (f" after {result.warmup} warm-up" if result.warmup else "")]
     for label, run in result.graphs.items():
@@ -163,6 +168,10 @@ def format_result(result: RunResult) -> str:
     if result.speedup() is not None:
         lines.append(f"  speedup fused vs original: {result.speedup():.2f}x per step"
                      + (f", {result.kernel_speedup():.2f}x kernel time" if result.kernel_speedup() else ""))
+    if gains is not None:
+        from fuselens.session.fusion_gain import format_gains
+
+        lines += format_gains(gains)
     return "\n".join(lines)
 
 
@@ -191,19 +200,24 @@ def import_profile(args: argparse.Namespace, config: PassConfig | None = None) -
     from fuselens.cli.check_text import format_check
     from fuselens.core.ascend.profile_import import import_run_file
     from fuselens.core.formats.io import check_output_path, write_json_atomic
+    from fuselens.session.fusion_gain import paired_profiles, run_gains, toolchain_records
     from fuselens.session.npu_check import check_imported
 
+    baseline = getattr(args, "baseline", None)
     if not args.model:
         given = [option for field, option in CHECK_OPTIONS.items() if getattr(args, field, None)]
         if given:
             raise FuseLensError(f"{', '.join(given)}: set the NPU's records against a prediction; give --model too")
-        return emit_result(import_run_file(args.path), args)
+        result = paired_profiles(baseline, args.path) if baseline else import_run_file(args.path)
+        return emit_result(result, args, gains=run_gains(result, toolchain=toolchain_records(args.path)))
     check = getattr(args, "check", None)
     to_stdout = check == "-"
     if check and not to_stdout:
         check_output_path(check)
     model, pipeline = fuse_model(args, config)
-    result = import_run_file(args.path, model.graph, pipeline.fused)
+    result = (paired_profiles(baseline, args.path, model.graph, pipeline.fused) if baseline
+              else import_run_file(args.path, model.graph, pipeline.fused))
+    gains = run_gains(result, pipeline, toolchain=toolchain_records(args.path, model.graph))
     report = check_imported(pipeline, args.path, result, model=args.model,
                             **{field: getattr(args, field, None) for field in CHECK_OPTIONS if field != "check"})
     if check and not to_stdout:
@@ -213,7 +227,7 @@ def import_profile(args: argparse.Namespace, config: PassConfig | None = None) -
             result.save(args.save)
         print_json(report.to_json())
         return 0
-    emit_result(result, args)
+    emit_result(result, args, gains=gains)
     if not args.json:
         print(format_check(report))
     return 0

@@ -13,7 +13,14 @@ from typing import Any
 from fuselens.cli.common import fuse_model, print_json
 from fuselens.cli.pass_args import add_pass_selection_args
 from fuselens.core.ascend.ge.diff import diff_graphs, format_diff
-from fuselens.core.ascend.ge.fusion_result import FusionResult, LedgerRow, read_fusion_result
+from fuselens.core.ascend.ge.fusion_result import (
+    NULL,
+    FusionResult,
+    GraphLedger,
+    LedgerRow,
+    fusion_result_json,
+    read_fusion_result,
+)
 from fuselens.core.ascend.ge.open import open_graph
 from fuselens.core.ascend.ge.stages import scan_dump_folder
 from fuselens.core.errors import FuseLensError
@@ -35,8 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ledger", help="read a fusion_result.json; with --model, compare it with FuseLens's ledger")
     p.add_argument("fusion_result", metavar="FUSION_RESULT.json", help="the toolchain's fusion_result.json")
     p.add_argument("--model", help="compare with what FuseLens predicts for this model under the pass selection")
-    p.add_argument("--graph", metavar="KEY", help="the graph to compare (session_and_graph_id_S_G or S_G; "
-                                                  "default: the one with the most rewrites)")
+    p.add_argument("--graph", metavar="KEY", help="show (and compare) this graph alone, in any spelling: S_G, "
+                                                  "session_and_graph_id_S_G, or G when one session has it; "
+                                                  "default: every graph, the most rewrites first (and the "
+                                                  "one with the most is compared)")
     add_pass_selection_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_ledger)
@@ -72,7 +81,7 @@ def run_stages(args: argparse.Namespace) -> int:
                 elif load is not None:
                     facts = "  (not readable: see below)"
                 formats = "+".join(fmt.removeprefix("ge_") for fmt in stage.files)
-                print(f"  {stage.index:>8d}  {stage.label:48s} {formats:10s} {facts}")
+                print(f"  {stage.index_label:>8s}  {stage.label:48s} {formats:10s} {facts}")
         for line in folder.skipped:
             print(f"skipped: {line}", file=sys.stderr)
     for error in errors:
@@ -93,42 +102,73 @@ def run_diff(args: argparse.Namespace) -> int:
 
 
 # ---- ledger ------------------------------------------------------------------------------------
+DETAILED_GRAPHS = 10  # graphs whose passes are listed one by one; the rest get a line each, or share one
+
+
 def run_ledger(args: argparse.Namespace) -> int:
     result = read_fusion_result(args.fusion_result)
-    if args.graph:
-        result.graph(args.graph)  # an unknown graph is an error before any fusion work
+    named = result.graph(args.graph) if args.graph else None  # an unknown graph is an error before any fusion work
     rows: list[LedgerRow] = []
-    chosen = None
+    chosen = named
     if args.model:
         from fuselens.passes.ledger import compare_with_toolchain
 
-        chosen = result.graph(args.graph) if args.graph else result.busiest()
+        chosen = named or result.busiest()
         if chosen is None:
             raise FuseLensError(f"{args.fusion_result}: holds no graph to compare with")
         _, pipeline = fuse_model(args)
         rows = compare_with_toolchain(pipeline, chosen)
     if args.json:
-        data: dict[str, Any] = {"source": result.source, "form": result.form, "fusion_result": result.to_json()}
-        if chosen is not None:
+        shown_graphs = [named] if named is not None else result.ranked()
+        data: dict[str, Any] = {"source": result.source, "form": result.form,
+                                "graphs": [graph_summary(g) for g in shown_graphs], "notes": result.notes,
+                                "fusion_result": fusion_result_json(shown_graphs)}
+        if chosen is not None and args.model:
             data["comparison"] = {"model": args.model, "graph": chosen.key, "rows": [r.to_json() for r in rows]}
         print_json(data)
         return 0
-    print(format_ledger(result))
-    if chosen is not None:
+    print(format_ledger(result, named))
+    if chosen is not None and args.model:
         print(format_comparison(args.model, chosen.key, rows))
     return 0
 
 
-def format_ledger(result: FusionResult) -> str:
-    lines = [f"{result.source}: {len(result.graphs)} graph{'s' if len(result.graphs) != 1 else ''} "
-             f"({result.form} form)"]
-    for graph in result.graphs:
-        lines.append(f"{graph.key}: {len(graph.passes)} passes, {graph.total_effects()} rewrites")
-        for (section, name), count in graph.passes.items():
-            hits = f"  repository hits {count.repository_hit_times}" if count.repository_hit_times is not None else ""
-            lines.append(f"  {section:12s} {name:48s} match {count.match_times:4d}  "
-                         f"effect {count.effect_times:4d}{hits}")
+def graph_summary(graph: GraphLedger) -> dict[str, Any]:
+    return {"graph": graph.graph, "key": graph.key, "passes": len(graph.passes), "matches": graph.total_matches(),
+            "rewrites": graph.total_effects()}
+
+
+def format_ledger(result: FusionResult, graph: GraphLedger | None = None) -> str:
+    """The graphs with the most rewrites first, each with its passes; past the first few, a line per graph,
+    and the graphs that recorded no pass share one line. With `graph`, that graph alone."""
+    fused = sum(g.total_effects() > 0 for g in result.graphs)
+    count = len(result.graphs)
+    form = "null: nothing was compiled" if result.form == NULL else f"{result.form} form"
+    lines = [f"{result.source}: {_plural(count, 'graph')} ({form})" + (f", {fused} with rewrites" if count > 1 else "")]
+    lines += [f"note: {n}" for n in result.notes]
+    ranked = [graph] if graph is not None else result.ranked()
+    empty = [g for g in ranked if not g.passes]
+    recorded = [g for g in ranked if g.passes]
+    for i, ledger in enumerate(recorded):
+        lines.append(f"{ledger.key}: {_plural(len(ledger.passes), 'pass', 'passes')}, "
+                     f"{_plural(ledger.total_matches(), 'match', 'matches')}, "
+                     f"{_plural(ledger.total_effects(), 'rewrite')}")
+        if i < DETAILED_GRAPHS:
+            for (section, name), c in ledger.passes.items():
+                hits = f"  repository hits {c.repository_hit_times}" if c.repository_hit_times is not None else ""
+                lines.append(f"  {section:12s} {name:48s} match {c.match_times:4d}  effect {c.effect_times:4d}{hits}")
+    if empty:
+        keys = ", ".join(g.key for g in empty[:DETAILED_GRAPHS])
+        more = f" and {len(empty) - DETAILED_GRAPHS} more (--json for all)" if len(empty) > DETAILED_GRAPHS else ""
+        lines.append(f"{_plural(len(empty), 'graph')} with no pass recorded: {keys}{more}")
+    if len(recorded) > DETAILED_GRAPHS:
+        lines.append(f"(passes listed for the {DETAILED_GRAPHS} graphs with the most rewrites; "
+                     "--graph S_G for any other)")
     return "\n".join(lines)
+
+
+def _plural(count: int, one: str, many: str | None = None) -> str:
+    return f"{count} {one if count == 1 else many or one + 's'}"
 
 
 def format_comparison(model: str, graph: str, rows: list[LedgerRow]) -> str:

@@ -51,6 +51,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                 "original/ and fused/ runs (as the exported NPU script writes it), or a run file")
     p.add_argument("--model", help="map kernels to the nodes of this model or of its fused graph, whichever "
                                    "fits the kernel names (as the window does)")
+    p.add_argument("--baseline", metavar="PROFILE", help="a profile (or run file) of the unfused model: PATH is then "
+                                                         "the fused run's, and each fusion's kernel time is set "
+                                                         "against its original nodes' in the baseline")
     add_pass_selection_args(p)
     add_check_args(p)
     p.add_argument("--save", metavar="RUN.json", help="write the run file (the GUI opens it)")
@@ -75,6 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_run(args: argparse.Namespace) -> int:
     from fuselens.core.runtime.trace import write_chrome_trace, write_kernel_csv
     from fuselens.passes.pipeline import run_pipeline
+    from fuselens.session.fusion_gain import run_gains
     from fuselens.session.layerwise import format_report
     from fuselens.session.run_workflow import RunSettings, run_both, run_request
 
@@ -94,7 +98,8 @@ def run_run(args: argparse.Namespace) -> int:
         write_chrome_trace(result, args.trace)
     if args.csv:
         write_kernel_csv(result, args.csv)
-    emit_result(result, args, {"layerwise": report.to_json()} if report is not None else None)
+    emit_result(result, args, {"layerwise": report.to_json()} if report is not None else None,
+                gains=run_gains(result, pipeline))
     if report is not None and not args.json:
         print(format_report(report))
     return 0

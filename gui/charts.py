@@ -1,4 +1,5 @@
-"""Run results as charts: summary cards, per-kernel bars before and after, one step's timeline.
+"""Run results as charts: summary cards, per-kernel bars before and after, one step's timeline, each
+fusion's gain (session/fusion_gain.py: did it pay?).
 
 Colours are the op-class palette of the graph panes (core.graph.opclass); kernels a fusion pass made
 are hatched. Clicking a bar or a timeline block emits the kernel's graph node; the run panel turns
@@ -19,9 +20,10 @@ from fuselens.core.graph.opclass import BORDER, CATEGORY_TITLES, PALETTE, Catego
 from fuselens.core.measure.result import KernelStat, RunResult
 from fuselens.core.runtime.run_view import SIDE_OF_LABEL, Card, summary_cards
 from fuselens.session import SIDES
+from fuselens.session.fusion_gain import GainReport, headline, shown_rows
 
 if TYPE_CHECKING:
-    from fuselens.gui.plots import KernelBars, TimelinePlot
+    from fuselens.gui.plots import GainBars, KernelBars, TimelinePlot
 
 TONES = {"good": ("#e8f5e9", "#2e7d32"), "bad": ("#fdecea", "#c62828"), "neutral": ("#f5f5f7", "#333333")}
 
@@ -152,3 +154,50 @@ class Timeline(QWidget):
             self.plot.kernel_clicked.connect(self.kernel_clicked)
             self._layout.addWidget(self.plot)
         self.plot.set_result(result)
+
+
+class GainChart(QWidget):
+    """Did each fusion pay? A bar per fusion (`plot`, made with the first report), and what it leaves out below."""
+
+    gain_clicked = Signal(object)  # FusionGain
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.plot: GainBars | None = None
+        self.report: GainReport | None = None
+        self.note = QLabel(self)
+        self.note.setWordWrap(True)
+        self.note.setStyleSheet("color: #444444; font-size: 8.5pt;")
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.setSpacing(2)
+        self._layout.addWidget(self.note)
+
+    def set_report(self, report: GainReport | None, shown: int) -> None:
+        self.report = report
+        if self.plot is None:
+            if report is None:
+                return
+            from fuselens.gui.plots import GainBars
+
+            self.plot = GainBars(self)
+            self.plot.gain_clicked.connect(self.gain_clicked)
+            self._layout.insertWidget(0, self.plot, 1)
+        rows = shown_rows(report, shown) if report is not None else []
+        self.plot.set_rows(rows)
+        self.note.setText(gain_note(report, len(self.plot.rows)) if report is not None else "")
+
+
+def gain_note(report: GainReport, charted: int) -> str:
+    """The line under the gain chart: the headline, how many bars of how many, what could not be measured."""
+    parts = [headline(report)]
+    if charted < sum(r.gain_us is not None for r in report.rows):
+        parts.append(f"showing the {charted} at both ends (Top sets how many)")
+    unmeasured = [r.label for r in report.rows if r.gain_us is None]
+    if unmeasured:
+        parts.append(f"not measured (no kernel on one side): {', '.join(unmeasured[:3])}"
+                     + (f" and {len(unmeasured) - 3} more" if len(unmeasured) > 3 else ""))
+    incomplete = sum(bool(r.missing) for r in report.rows)
+    if incomplete:
+        parts.append(f"⚠ {incomplete} with original nodes that have no kernel in the baseline (hover a bar)")
+    return "; ".join(parts + report.notes)

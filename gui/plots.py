@@ -1,4 +1,4 @@
-"""The pyqtgraph plots of gui.charts: per-kernel bars of one graph, one step's timeline.
+"""The pyqtgraph plots of gui.charts: per-kernel bars of one graph, one step's timeline, each fusion's gain.
 
 Apart from gui.charts so that pyqtgraph (~0.3 s to import) is imported when the first run result is
 shown, not before the window's first paint: gui.charts makes these plots then.
@@ -23,6 +23,7 @@ from fuselens.core.runtime.run_view import (
     timeline_lanes,
     top_kernels,
 )
+from fuselens.session.fusion_gain import FusionGain
 
 SIDE_TITLES = {"before": "Before (original)", "after": "After (fused)"}
 
@@ -245,3 +246,96 @@ class TimelinePlot(_ClickablePlot):
     def clicked(self, index: int) -> None:
         side, event, _ = self.rows[index]
         self.kernel_clicked.emit(side, event)
+
+
+WIN_COLOUR, LOSS_COLOUR = "#1565c0", "#c62828"  # blue and red: told apart by colour-blind readers too
+
+
+def gain_tick(anchor: str, scope: str) -> str:
+    """A fusion's axis label: its anchor without `scope`, cut in the middle so the block that tells it apart
+    (`block_4_depthwise_BN_1`) stays, and its op too when there is room; `(+1 more)` of a group as `+1`."""
+    name, _, more = anchor.partition(" (+")
+    name, suffix = name.removeprefix(scope), f" +{more.split()[0]}" if more else ""
+    width = LABEL_WIDTH - len(suffix) - 2  # pyqtgraph leaves out a label wider than the axis
+    parts = name.split("/")
+    if len(name) > width and len(parts) > 2:
+        name = f"{parts[0]}/…/{parts[-1]}"
+    if len(name) > width and len(parts) > 1 and len(parts[0]) < width - 2:
+        name = f"{parts[0]}/…"
+    return short_name(name, width) + suffix
+
+
+class GainBars(_ClickablePlot):
+    """Each fusion's gain per step (baseline - fused kernel time), biggest win at the top, losses in red."""
+
+    gain_clicked = Signal(object)  # FusionGain
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.rows: list[FusionGain] = []
+        self._items: list[pg.GraphicsObject] = []
+        plot = self.getPlotItem()
+        plot.setLabel("bottom", "time saved per step (µs): baseline kernels − fused kernels")
+        plot.invertY(True)
+        self.getAxis("left").setWidth(AXIS_WIDTH)
+
+    def set_rows(self, rows: list[FusionGain]) -> None:
+        self.rows = [r for r in rows if r.gain_us is not None]
+        plot = self.getPlotItem()
+        for item in self._items:
+            plot.removeItem(item)
+        self._items = []
+        anchors = [r.label.split(":", 1)[-1] for r in self.rows]
+        scope = common_scope(anchors) if len(anchors) > 1 else ""
+        self.getAxis("left").setTicks([[(i, gain_tick(a, scope)) for i, a in enumerate(anchors)]])
+        plot.setTitle("Did each fusion pay?" + (f"  <span style='color:#777'>(names under {scope})</span>"
+                                                if scope else ""), size="10pt")
+        if not self.rows:
+            empty = pg.TextItem("no fusion measured on both sides", color="#777777", anchor=(0.5, 0.5))
+            empty.setPos(0.5, 0.5)
+            self._items.append(empty)
+            plot.addItem(empty)
+            plot.setYRange(0, 1)
+            return
+        gains = [r.gain_us for r in self.rows]
+        colours = [WIN_COLOUR if g >= 0 else LOSS_COLOUR for g in gains]
+        self._items.append(pg.BarGraphItem(
+            x0=[min(g, 0.0) for g in gains], width=[abs(g) for g in gains], y=list(range(len(gains))),
+            height=BAR_HEIGHT, brushes=[pg.mkBrush(c) for c in colours], pens=[pg.mkPen(c) for c in colours]))
+        low, high = min(0.0, *gains), max(0.0, *gains)
+        span = (high - low) or 1.0
+        for i, row in enumerate(self.rows):
+            text = f"{'+' if row.gain_us >= 0 else '−'}{format_us(abs(row.gain_us))}" + \
+                   (f"  {row.ratio:.2f}×" if row.ratio is not None else "") + ("  ⚠" if row.missing else "")
+            label = pg.TextItem(text, color="#333333", anchor=(0, 0.5) if row.gain_us >= 0 else (1, 0.5))
+            label.setFont(_tick_font())
+            label.setPos(row.gain_us + (span if row.gain_us >= 0 else -span) * 0.01, i)
+            self._items.append(label)
+        for item in self._items:
+            plot.addItem(item)
+        # room for the value labels on both sides of zero
+        self.setXRange(low - (span * 0.32 if low < 0 else 0), high + span * 0.32, padding=0)
+        plot.setYRange(-0.6, max(len(gains), 4) - 0.4, padding=0)
+
+    def hit(self, point: QPointF) -> int | None:
+        index = round(point.y())
+        if not (0 <= index < len(self.rows)) or abs(point.y() - index) > BAR_HEIGHT / 2:
+            return None
+        gain = self.rows[index].gain_us
+        (x0, x1) = self.getPlotItem().vb.viewRange()[0]
+        reach = max(abs(gain), (x1 - x0) * 0.02)  # a bar near zero is still hit a little beside it
+        return index if (0 <= point.x() <= reach if gain >= 0 else -reach <= point.x() <= 0) else None
+
+    def tooltip(self, index: int) -> str:
+        row = self.rows[index]
+        lines = [f"<b>{row.label}</b>",
+                 f"baseline {format_us(row.baseline_us)} in {len(row.baseline_kernels)} kernel(s) → "
+                 f"fused {format_us(row.fused_us)} in {len(row.fused_kernels)}",
+                 f"fused: {', '.join(row.fused_kernels[:4])}"]
+        lines += [text for text in (row.missing_text(), *row.notes) if text]
+        if row.inside:
+            lines.append(f"{len(row.inside)} original node(s) ran inside another node's kernel in the baseline")
+        return "<br>".join(lines)
+
+    def clicked(self, index: int) -> None:
+        self.gain_clicked.emit(self.rows[index])

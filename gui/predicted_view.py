@@ -1,4 +1,5 @@
-"""The run dock's "Predicted vs actual" tab: FuseLens's predictions set against what the NPU toolchain did.
+"""The run dock's "Predicted vs actual" tab: FuseLens's predictions set against what the NPU toolchain did,
+each row saying the kinds of record it rests on (its "From" column: profile, dump, OM JSON, log, ...).
 
 The rows come from gui/predicted_rows.py (`check_rows` of session/npu_check's report): this view shows
 them, filters them by status and hands a clicked row to the dock, which turns it into the window's shared selection.
@@ -13,11 +14,13 @@ from PySide6.QtGui import QBrush, QColor, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
 
 from fuselens.gui.predicted_rows import AGREED, DIFFERENT, EXTRA, MISSING, NO_EVIDENCE, STATUSES, CheckRow, check_rows
+from fuselens.session.npu_check.finding import source_label
 
 if TYPE_CHECKING:
     from fuselens.session.npu_check import CheckReport
 
-COLUMNS = ("Status", "Pass", "FuseLens node", "Original nodes", "Toolchain", "NPU µs/step", "Evidence")
+COLUMNS = ("Status", "Pass", "FuseLens node", "Original nodes", "Toolchain", "NPU µs/step", "From", "Evidence")
+FROM_COLUMN = COLUMNS.index("From")
 STATUS_COLOURS = {AGREED: "#d7f0d2", MISSING: "#f6d0cc", DIFFERENT: "#fbe3bf", EXTRA: "#d6e4f5",
                   NO_EVIDENCE: "#e6e6e6"}
 ROW = Qt.ItemDataRole.UserRole + 1  # the CheckRow's index, kept on the status cell
@@ -89,7 +92,7 @@ class PredictedView(QWidget):
             self.summary.setText("no NPU run shown")
             return
         s = report.summary
-        evidence = ", ".join(s.evidence) or "none"
+        evidence = ", ".join(source_label(kind) for kind in s.evidence) or "none"
         text = (f"{report.model}: {s.predicted} predicted fusions set against the NPU's records ({evidence}); "
                 f"{len(self.check)} rows: " + ", ".join(f"{counts[status]} {status}" for status in STATUSES
                                                         if counts[status]))
@@ -100,9 +103,10 @@ class PredictedView(QWidget):
         time = QStandardItem()  # a number, so the column sorts by time
         if row.time_us is not None:
             time.setData(round(row.time_us, 1), Qt.ItemDataRole.DisplayRole)
-        node = row.node or {"pass count": "(pass counts)", "toolchain": "(none)"}.get(row.kind, "")
+        node = row.node or {"pass count": "(pass counts)", "toolchain": "(none)", "log": "(the log)"}.get(row.kind, "")
         texts = (row.status, row.pass_id, node, ", ".join(row.originals), row.toolchain)
-        items = [QStandardItem(text) for text in texts] + [time, QStandardItem(row.detail)]
+        items = [QStandardItem(text) for text in texts] + [time, QStandardItem(", ".join(row.kinds)),
+                                                             QStandardItem(row.detail)]
         items[0].setData(index, ROW)
         items[0].setBackground(QBrush(QColor(STATUS_COLOURS[row.status])))
         for item in items:
@@ -116,6 +120,10 @@ class PredictedView(QWidget):
         index = self.status_filter.findData(status)
         if index >= 0 and index != self.status_filter.currentIndex():
             self.status_filter.setCurrentIndex(index)
+
+    def evidence_kind(self, position: int) -> str:
+        """The "From" cell of the shown row at `position`: the kinds of record it rests on."""
+        return str(self.proxy.index(position, FROM_COLUMN).data() or "")
 
     def shown_rows(self) -> list[CheckRow]:
         """The rows the filter lets through, in the table's order."""

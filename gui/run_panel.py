@@ -3,15 +3,15 @@
 A run is session/run_workflow.py's (the one `fuselens run` makes): a child process that TensorFlow
 may crash without harming the window, started from a worker of the window's pool so the status
 bar's Cancel stops it too. Results (a run, or an imported op_summary / PROF_* folder / run file:
-gui/run_files.py) fill the summary cards, the bar charts, the timeline, the kernel table and the
-heat overlay.
+gui/run_files.py) fill the summary cards, the bar charts, the timeline, the kernel table, each
+fusion's gain (did it pay?) and the heat overlay.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Signal
@@ -37,7 +37,7 @@ from fuselens.core.errors import FuseLensError
 from fuselens.core.graph import Graph
 from fuselens.core.runtime.run_view import open_inputs, parse_input_shapes
 from fuselens.gui.actions import make_action
-from fuselens.gui.charts import KernelCharts, SummaryCards, Timeline
+from fuselens.gui.charts import GainChart, KernelCharts, SummaryCards, Timeline
 from fuselens.gui.dialogs import show_error
 from fuselens.gui.graph_view import GraphView
 from fuselens.gui.heat import HeatLegend, HeatOverlay
@@ -47,6 +47,7 @@ from fuselens.gui.predicted_view import PredictedView
 from fuselens.gui.selection import Selection, SelectionModel
 from fuselens.gui.workers import Task, Worker, WorkerPool
 from fuselens.session import FusionJob, Session
+from fuselens.session.fusion_gain import FusionGain, run_gains, toolchain_records
 from fuselens.session.run_workflow import RunOutcome, RunSettings, run_both, run_request
 
 if TYPE_CHECKING:
@@ -87,6 +88,13 @@ class _BackendProbe:
                     self._thread.start()
                 return
         deliver(self.statuses)
+
+    def wait(self, timeout_s: float) -> None:
+        """Block until a started probe has ended (it ends on its own, within the probe's timeout): the
+        chaos check counts what outlives a window, and the probe is the process's, not a window's."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout_s)
 
     def _probe(self) -> None:
         from fuselens.core.runtime.backend_probe import probe_backends
@@ -200,11 +208,13 @@ class RunPanel(QWidget):
         self.cards = SummaryCards(self)
         self.charts = KernelCharts(self)
         self.timeline = Timeline(self)
+        self.gains = GainChart(self)
         self.table = KernelTable(self)
         self.check_view = PredictedView(self)
         self.tabs = QTabWidget(self)
         self.tabs.addTab(self.charts, "Kernels before / after")
         self.tabs.addTab(self.timeline, "Timeline (one step)")
+        self.tabs.addTab(self.gains, "Did each fusion pay?")
         self.tabs.addTab(self.table, "Kernel table")
         self.tabs.addTab(self.check_view, "Predicted vs actual")
         corner = QWidget(self)
@@ -226,7 +236,7 @@ class RunPanel(QWidget):
         self.import_button.clicked.connect(lambda: self.files.import_file_dialog() if self.files else None)
         self.run_progress.connect(self._on_progress)
         self.backends_known.connect(self.set_backends)
-        self.top_n.valueChanged.connect(lambda _n: self.charts.set_result(self.result, self.top_n.value()))
+        self.top_n.valueChanged.connect(self._on_top_n)
         self.heat_box.toggled.connect(self.heat.set_enabled)
         self.heat_mode.currentIndexChanged.connect(lambda _i: self.heat.set_mode(self.heat_mode.currentData()))
         self.session.subscribe(lambda what: self.heat.set_errors(self.session.layerwise)
@@ -234,6 +244,7 @@ class RunPanel(QWidget):
         for view in (self.charts, self.timeline, self.table):
             view.kernel_clicked.connect(self.select_kernel)
         self.check_view.row_clicked.connect(self.select_check_row)
+        self.gains.gain_clicked.connect(self.select_gain)
         self.selection.changed.connect(self._on_selection)
         self.session.subscribe(lambda what: self._on_model() if what == "model" else None)
 
@@ -366,6 +377,7 @@ class RunPanel(QWidget):
         self.cards.set_result(result)
         self.charts.set_result(result, self.top_n.value())
         self.timeline.set_result(result)
+        self.show_gains(result)
         self.table.set_result(result)
         self.heat.set_result(result)
         self._on_selection(self.selection.current)
@@ -375,6 +387,13 @@ class RunPanel(QWidget):
         """The predicted-vs-actual tab of an NPU run (session/npu_check/'s report), or no such tab."""
         self.check_view.set_report(report, note)
         self.tabs.setTabVisible(self.tabs.indexOf(self.check_view), report is not None)
+        folder = report.sources.get("profile") if report is not None else None
+        model = self.session.model
+        if folder and self.result is not None and "original" in self.result.graphs:
+            try:  # the results of an NPU bundle: the fused side's fusion_op and dumps name the toolchain's fusions
+                self.show_gains(self.result, toolchain_records(folder, model.graph if model is not None else None))
+            except FuseLensError as e:
+                self.status.showMessage(f"Did each fusion pay: the toolchain's records: {e}", 10000)
 
     def select_check_row(self, row: CheckRow) -> None:
         """A predicted-vs-actual row was clicked: its original nodes (else FuseLens's node) become the selection."""
@@ -386,6 +405,31 @@ class RunPanel(QWidget):
             self.selection.select_fused([row.node], origin="predicted")
         else:
             self.status.showMessage(f"{row.toolchain or row.pass_id}: no node of the open graphs to select", 5000)
+
+    def show_gains(self, result: RunResult | None, toolchain: Mapping[str, Sequence[str]] | None = None) -> None:
+        """Did each fusion pay? Its tab shows when the result has both graphs (a run, an NPU bundle's two sides);
+        `toolchain` adds the fused ops the toolchain's records name (fusion_op)."""
+        report = run_gains(result, self.session.pipeline, toolchain=toolchain) if result is not None else None
+        self.gains.set_report(report, self.top_n.value())
+        self.tabs.setTabVisible(self.tabs.indexOf(self.gains), report is not None)
+
+    def _on_top_n(self, shown: int) -> None:
+        self.charts.set_result(self.result, shown)
+        self.gains.set_report(self.gains.report, shown)
+
+    def select_gain(self, row: FusionGain) -> None:
+        """A gain bar was clicked: its match is selected in both panes, as the match list selects it (a toolchain
+        fused op with no FuseLens match: its original nodes)."""
+        pipeline = self.session.pipeline
+        matches = {m.id: m for r in pipeline.results for m in r.matches} if pipeline is not None else {}
+        match = next((matches[m] for m in row.matches if m in matches), None)
+        original = self.session.graph("before")
+        if match is not None:
+            self.selection.select_item(match, origin="gains")
+        elif original is not None and (found := [n for n in row.originals if n in original]):
+            self.selection.select_original(found, origin="gains")
+        else:
+            self.status.showMessage(f"{row.label}: no match or node of the open graphs to select", 5000)
 
     def select_kernel(self, side: str, kernel: Any) -> None:
         """A bar, block or row was clicked: its graph node becomes the shared selection."""
@@ -439,9 +483,11 @@ def install_run_panel(host: PanelHost) -> RunPanel:
                      fuse=host.tensorflow.fuse)
     from fuselens.gui.remote_run import install_remote_runs
     from fuselens.gui.run_files import RunFiles
+    from fuselens.gui.toolchain_records import install_toolchain_records
 
     panel.remote = install_remote_runs(panel)
     panel.files = RunFiles(panel, host.tensorflow)
+    install_toolchain_records(panel, host.menu("&File"))
     dock = host.add_bottom_dock(panel, DOCK_TITLE)
     host.layout_done.connect(panel.heat.on_layout)
 

@@ -4,11 +4,14 @@ The user opens a `DUMP_GRAPH_PATH` folder (or one `pid_*_deviceid_*` inside it),
 and scrubs through its stages: the before pane shows the chosen earlier stage (or the model's own
 TF graph), the after pane the stage under the slider, with the usual diff colours and synced
 selection (by name, and through `_datadump_original_op_names` where GE fused nodes), and the list
-below says what changed, grouped by the `pass_name` GE credits.
+below says what changed, grouped by the `pass_name` GE credits. Stepping the slider loads one new
+stage: the last few loaded stay (`StageGraphs`), so the stage that was after is the next step's before.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,6 +45,33 @@ if TYPE_CHECKING:
 
 MODEL_GRAPH = "__model__"  # the before choice that stands for the open model's own TF graph
 NAME_ROLE = Qt.ItemDataRole.UserRole
+KEPT_STAGES = 6  # loaded stage graphs kept: a step back and forth reloads nothing
+
+
+class StageGraphs:
+    """The graphs of the stages loaded last, by dump file; shared by the worker threads that load them."""
+
+    def __init__(self, size: int = KEPT_STAGES):
+        self.size = size
+        self._graphs: OrderedDict[Path, Graph] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def load(self, stage: Stage) -> Graph:
+        path = stage.file.path
+        with self._lock:
+            if path in self._graphs:
+                self._graphs.move_to_end(path)
+                return self._graphs[path]
+        graph = stage.load().graph  # outside the lock: another stage may load meanwhile
+        with self._lock:
+            self._graphs[path] = graph
+            while len(self._graphs) > self.size:
+                self._graphs.popitem(last=False)
+        return graph
+
+    def clear(self) -> None:
+        with self._lock:
+            self._graphs.clear()
 
 
 class StagesPanel(QWidget):
@@ -55,6 +85,7 @@ class StagesPanel(QWidget):
         self.folder: DumpFolder | None = None
         self.model_graph: LoadedModel | None = None  # the TF model open when the folder was opened
         self.diff: GraphDiff | None = None
+        self.graphs = StageGraphs()
         self.open_button = QPushButton("Open dump folder…", self)
         self.open_button.setToolTip("A DUMP_GRAPH_PATH folder (DUMP_GE_GRAPH=2, DUMP_GRAPH_LEVEL=1) or one "
                                     "pid_*_deviceid_* folder in it")
@@ -98,7 +129,7 @@ class StagesPanel(QWidget):
             self.open_folder(path)
 
     def open_folder(self, path: str) -> None:
-        """Scan a dump folder (files named ge_proto_* / ge_onnx_*) off the GUI thread."""
+        """Scan a dump folder (files named ge_proto_* / ge_onnx_*, or dumps by their content) off the GUI thread."""
         self.status.showMessage(f"Scanning {path} for GE dumps…")
         from fuselens.core.ascend.ge.stages import (
             scan_dump_folder,  # the GE dump readers are imported when a folder is opened
@@ -110,6 +141,7 @@ class StagesPanel(QWidget):
 
     def _on_scanned(self, folder: DumpFolder) -> None:
         self.folder = folder
+        self.graphs.clear()  # the same file names may now hold other graphs
         model = self.session.model
         self.model_graph = model if model is not None and self.session.comparison is None else self.model_graph
         stages = sum(len(t.stages) for t in folder.timelines)
@@ -136,7 +168,7 @@ class StagesPanel(QWidget):
 
     def _fill_stages(self) -> None:
         stages = self.stages()
-        labels = [f"{s.index:>5}  {s.label}" for s in stages]
+        labels = [f"{s.index_label:>5}  {s.label}" for s in stages]
         for combo in (self.before, self.after):
             combo.blockSignals(True)
             combo.clear()
@@ -170,16 +202,17 @@ class StagesPanel(QWidget):
         choice = self.before.currentData()
         before = None if choice == MODEL_GRAPH else stages[choice]
         model = self.model_graph
+        graphs = self.graphs
 
         def load(progress, cancelled) -> tuple[LoadedModel, Graph, GraphDiff]:
             from fuselens.core.ascend.ge.diff import diff_graphs
 
             progress(f"loading {after.label}")
-            after_graph = after.load().graph
+            after_graph = graphs.load(after)
             if before is None:
                 first = model
             else:
-                first = LoadedModel(before.load().graph, f"{before.label} (GE)", str(before.file.path),
+                first = LoadedModel(graphs.load(before), f"{before.label} (GE)", str(before.file.path),
                                     before.file.format)
             return first, after_graph, diff_graphs(first.graph, after_graph, before_label=first.name,
                                                    after_label=after.label)

@@ -19,6 +19,7 @@ _EXPORTS = {
     "NpuEvidence": "evidence", "gather_evidence": "evidence", "Prediction": "predictions", "predictions": "predictions",
     "CheckReport": "report", "PredictedRow": "report", "Summary": "report", "Unpredicted": "report",
     "check_imported": "report", "check_npu_result": "report", "check_prediction": "report",
+    "check_toolchain_records": "report", "LogRow": "log_check",
     "FOUND": "finding", "NOT_FOUND": "finding", "UNKNOWN": "finding", "Finding": "finding", "Verdict": "verdicts",
 }
 __all__ = sorted(_EXPORTS)

@@ -84,6 +84,25 @@ def test_demo_bundle_runs_both_sides_apart_and_comes_back_as_predicted_vs_actual
     assert "fused differently" not in report  # the records name the folded graph's nodes (stem/conv/BiasAdd)
     assert "found     AutoFusePass: autofuse_pointwise_2_Abs_Sigmoid_Sub_Relu_Exp (AscBackend)" in report
     assert f"fusion_result: {results / 'fused' / 'fusion_result.json'}" in report
+    # did each fusion pay? The stub's kernels take 10 us each: Abs, Sigmoid, Sub, Relu, Exp against one AutoFuse
+    # kernel; fusion_op names the AMCT-folded graph's BiasAdd, traced back to the conv and its BN
+    assert "did each fusion pay? 5 of 5 fusions measured: 4 faster, 0 slower; +70.0 us/step in all" in report
+    assert "+40.0 us   5.00x     50.0 -> 10.0  autofuse_pointwise_2_Abs_Sigmoid_Sub_Relu_Exp" in report
+    assert "the toolchain names stem/conv/BiasAdd, not in the original graph" in report
+    assert cli_main(["import-profile", str(results), "--model", "demo", "--json"]) == 0
+    rows = {r["label"]: r for r in json.loads(capsys.readouterr().out)["fusion_gain"]["rows"]}
+    stem = rows["autofuse_pointwise_0_BiasAdd_Relu6 (+1 more)"]
+    assert stem["source"] == "toolchain" and stem["matches"] == ["AutoFusePass:stem/relu6",
+                                                                 "ConvBatchnormFusionPass:stem/bn"]
+    assert (stem["baseline_us"], stem["fused_us"], stem["missing"]) == (30.0, 20.0, {})  # conv, bn, relu6 -> 2
+    assert "the baseline ran it as one kernel too" in rows["encoder/LayerNorm"]["notes"][0]  # a general scope pass
+
+    # the same two sides as two profiles, without a model: kernels by name, the fused side's fusion_op map
+    assert cli_main(["import-profile", str(results / "fused"), "--baseline", str(results / "original"), "--json"]) == 0
+    rows = {r["label"]: r for r in json.loads(capsys.readouterr().out)["fusion_gain"]["rows"]}
+    assert rows["autofuse_pointwise_2_Abs_Sigmoid_Sub_Relu_Exp"]["gain_us"] == 40.0
+    assert rows["autofuse_pointwise_0_BiasAdd_Relu6"]["missing_text"] == \
+        "1 of 2 original nodes has no kernel in the baseline: stem/conv/BiasAdd"
 
 
 def test_one_side_by_hand_sets_its_own_environment_and_the_skip_reaches_autofuse(tmp_path, capsys):

@@ -6,6 +6,7 @@ toolchain that did otherwise is reported as a disagreement; bad input is one lin
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -157,7 +158,8 @@ def test_a_toolchain_fusion_fuselens_did_not_predict_is_listed(tmp_path, capsys,
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["stages", "{tmp}/empty"], "{tmp}/empty: no GE graph dumps"),
-    (["ledger", "{tmp}/neither.json"], "{tmp}/neither.json, line 1: not a fusion_result.json in either form"),
+    (["ledger", "{tmp}/neither.json"],
+     "{tmp}/neither.json, line 1: an object with keys passes: not a fusion_result.json"),
     (["diff", "{tmp}/empty:PreRunBegin", "abs_relu_exp"], "{tmp}/empty: no GE graph dumps"),
     (["diff", "{tmp}/nowhere:PreRunBegin", "abs_relu_exp"], "{tmp}/nowhere: no such directory"),
     (["inspect", "{tmp}/ge_proto_00000000_graph_0_Broken.txt"],
@@ -174,3 +176,58 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
     code, out, err = run_cli(capsys, *[a.format(tmp=tmp_path) for a in argv])
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and err.startswith("fuselens: error: " + message.format(tmp=tmp_path))
+
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+
+
+@pytest.mark.parametrize("spelling", ["0_11", "session_and_graph_id_0_11", "11", "0/11"])
+def test_ledger_graph_takes_any_spelling(capsys, spelling):
+    path = CORPUS / "fusion_result" / "id_fields" / "fusion_result.json"
+    code, out, _ = run_cli(capsys, "ledger", path, "--graph", spelling)
+    assert code == 0 and out.splitlines() == [
+        f"{path}: 2 graphs (id fields form), 2 with rewrites",
+        "session_and_graph_id_0_11: 3 passes, 6 matches, 5 rewrites",
+        "  graph_fusion ConvBatchnormFusionPass" + " " * 26 + "match    2  effect    2",
+        "  graph_fusion TransdataCastFusionPass" + " " * 26 + "match    1  effect    0",
+        "  ub_fusion    TbeConvElemwiseFusionPass" + " " * 24 + "match    3  effect    3  repository hits 0"]
+    code, out, _ = run_cli(capsys, "ledger", path, "--graph", spelling, "--json")
+    data = json.loads(out)
+    assert data["graphs"] == [{"graph": "0_11", "key": "session_and_graph_id_0_11", "passes": 3, "matches": 6,
+                               "rewrites": 5}] and list(data["fusion_result"]) == ["session_and_graph_id_0_11"]
+
+
+def test_ledger_of_hundreds_of_graphs_lists_the_ones_with_rewrites_first(tmp_path, capsys):
+    items = [{"session_and_graph_id": f"0_{i}", **({"graph_fusion": {"ConvBatchnormFusionPass": {
+        "effect_times": str(i), "match_times": str(i)}}} if i in (3, 211, 590) else {})} for i in range(628)]
+    path = tmp_path / "fusion_result.json"
+    path.write_text(json.dumps(sorted(items, key=lambda item: item["session_and_graph_id"]), indent=4))
+    code, out, _ = run_cli(capsys, "ledger", path)
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == f"{path}: 628 graphs (list form), 3 with rewrites"
+    assert [line.split(":")[0] for line in lines[1::2][:3]] == [
+        "session_and_graph_id_0_590", "session_and_graph_id_0_211", "session_and_graph_id_0_3"]
+    assert lines[-1].startswith("625 graphs with no pass recorded: session_and_graph_id_0_0, ")
+    assert lines[-1].endswith(" and 615 more (--json for all)") and len(lines) == 8
+    code, out, _ = run_cli(capsys, "ledger", path, "--json")
+    assert [g["graph"] for g in json.loads(out)["graphs"][:4]] == ["0_590", "0_211", "0_3", "0_0"]
+
+
+def test_ledger_of_null_is_empty_and_has_no_graph_to_compare(capsys):
+    path = CORPUS / "fusion_result" / "null" / "fusion_result.json"
+    code, out, _ = run_cli(capsys, "ledger", path)
+    assert code == 0 and out == f"{path}: 0 graphs (null: nothing was compiled)\n"
+    code, out, err = run_cli(capsys, "ledger", path, "--model", "demo")
+    assert code == 2 and err == f"fuselens: error: {path}: holds no graph to compare with\n"
+
+
+def test_stages_reads_dumps_in_every_name_form(capsys):
+    code, out, err = run_cli(capsys, "stages", CORPUS / "ge_dumps")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].endswith("10 stages in 4 graphs")
+    assert [line for line in lines if not line.startswith(" ")][1:] == [
+        "current graph 11:", "five_digits graph (no id: old GE):", "no_graph_part graph (no id in the file names):",
+        "renamed graph (no id in the file names):"]
+    assert lines[6].split()[:4] == ["56", "Build", "proto", "5"]
+    assert lines[-1].split()[:4] == ["-", "final", "onnx", "5"]

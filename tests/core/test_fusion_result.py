@@ -18,6 +18,7 @@ from fuselens.core.ascend.ge.fusion_result import (
     compare_ledgers,
     parse_fusion_result,
     read_fusion_result,
+    recognises,
     write_fusion_result,
 )
 from fuselens.core.errors import FuseLensError
@@ -56,8 +57,8 @@ def test_written_ledgers_are_fe_shaped_and_read_back(tmp_path):
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ('{"graphs": []}', r"line 1: not a fusion_result.json in either form .* found graphs"),
-    ('[1, 2]', r"line 1: not a fusion_result.json in either form .* found list"),
+    ('{"graphs": []}', r"line 1: an object with keys graphs: not a fusion_result.json \(expected graphs keyed"),
+    ('[1, 2]', r"line 1: a JSON list of 2 numbers: not a fusion_result.json \(expected"),
     ('{\n  "session_and_graph_id_0_0": {\n    "graph_fusion": {\n      "P": {"match_times": "x", "effect_times": "1"}',
      r"line 4, column 53: not valid JSON"),
     ('{\n  "session_and_graph_id_0_0": {\n    "graph_fusion": {\n      "P": {"match_times": "two", '
@@ -93,3 +94,18 @@ def test_comparison_rules():
     assert rows["RecordedButAbsentPass"].status == "disagree"
     assert "not in the toolchain's ledger" in rows["RecordedButAbsentPass"].note
     assert rows["TransdataCastFusionPass"].status == "not_modelled"
+
+
+@pytest.mark.parametrize(("head", "expected"), [
+    (b"null", True), (b"\xef\xbb\xbfnull\n", True),
+    (b'[{"graph_fusion": {"P": {"effect_times": "1", "match_times": "1"}}, "session_and_graph_id": "0_1"}]', True),
+    (b'{"graphId": "11", "sessionId": "0", "ub_fusion": {}}{"graphId": "12"', True),  # cut off by the head
+    (b'{\n  "session_and_graph_id_0_0": {}\n}', True),
+    (b'{"session_and_graph_id": "0_0"}', True),
+    (b'{"Switch": {"GraphFusion": {"ALL": "on"}}}', False),  # a fusion switch file
+    (b'[{"name": "Conv2D", "ts": "12.5"}]', False), (b"Op Name,OP Type\n", False), (b"", False),
+    (b"nullx", False), (b'"graph_fusion"', False),
+    (b'{"sources": {"fusion_result_graph": "session_and_graph_id_0_0"}, "ledger": []}', False),  # a check report
+])
+def test_recognises_decides_from_the_head_alone(head, expected):
+    assert recognises(head) is expected

@@ -7,7 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fuselens.core.ascend.ge.dump import GE_ONNX, GE_PROTO, dump_summary, is_dump, load_dump, sniff_format
+from fuselens.core.ascend.ge.dump import (
+    GE_ONNX,
+    GE_PROTO,
+    dump_summary,
+    is_dump,
+    load_dump,
+    recognises,
+    sniff_format,
+)
 from fuselens.core.ascend.ge.protoparse import message_classes, parse_proto
 from fuselens.core.ascend.ge.provenance import toolchain_provenance
 from fuselens.core.errors import FuseLensError
@@ -165,3 +173,15 @@ def test_the_shipped_schema_parses_and_the_reader_refuses_what_it_cannot_read():
         parse_proto('syntax = "proto3"; message A { Missing m = 1; }', "x.proto")
     with pytest.raises(ValueError, match="line 2: unsupported statement 'import'"):
         parse_proto('syntax = "proto3";\nimport "other.proto";', "x.proto")
+
+
+def test_recognises_a_dump_by_its_head_alone(abs_relu_exp):
+    graph, _, _ = abs_relu_exp
+    ops = ge_ops(graph)
+    proto_text = ge_proto_text(ops)
+    assert recognises(proto_text.encode()) and recognises(ge_onnx_text(ops).encode())
+    assert recognises(f'name: "model"\nversion: 2\n{proto_text}attr {{\n  key: "soc_version"\n}}\n'.encode())
+    assert recognises(proto_text.encode()[:200])  # the head of a dump larger than 64 KiB
+    assert not recognises(b'node {\n  name: "a"\n  op: "Const"\n}\n')  # a TF GraphDef in text
+    assert not recognises(b'ir_version: 6\ngraph {\n  node {\n    op_type: "Relu"\n  }\n}\n')  # plain ONNX text
+    assert not recognises(b"") and not recognises(b"\x00\xff" * 100)

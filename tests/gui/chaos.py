@@ -305,12 +305,14 @@ def leftovers(before_threads: set[int], grace_s: float = 10.0) -> list[str]:
     """Python threads and child processes still alive that were not there before, once the window has
     closed and `grace_s` has passed for them to end. Qt's pool threads show in Python as dummy threads
     that never end (the window's pool is checked for running workers instead, tests.gui.helpers); the
-    process's one TensorFlow helper is shared by every window and stops when the process exits
-    (benchmarks/bench_chaos.py checks that nothing outlives the process)."""
+    process's one backend probe is waited for, and its one TensorFlow helper is shared by every window
+    and stops when the process exits (benchmarks/bench_chaos.py checks that nothing outlives the process)."""
     import threading
 
+    from fuselens.gui.run_panel import BACKEND_PROBE
     from fuselens.session.tensorflow_helper import shared_helper
 
+    BACKEND_PROBE.wait(130.0)  # asked once per process; on a loaded machine it may still be importing TF
     helper = str(shared_helper().pid)
     deadline = time.monotonic() + grace_s
     while True:

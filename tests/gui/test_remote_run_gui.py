@@ -70,6 +70,12 @@ def test_a_remote_run_from_the_window_shows_the_imported_results(qtbot, panel, d
     assert panel.tabs.currentWidget() is panel.check_view
     rows = panel.check_view.shown_rows()
     assert [(r.status, r.pass_id) for r in rows if r.kind == "prediction"] == [(AGREED, "AutoFusePass")]
+    # did it pay? The fused side's fusion_op names the AutoFuse kernel's originals; the stub's kernels take 10 us
+    [gain] = panel.gains.report.rows
+    assert (gain.label, gain.source, gain.matches) == ("autofuse_pointwise_0_Abs_Relu_Exp", "toolchain",
+                                                       ("AutoFusePass:exp_0",))
+    assert (gain.baseline_us, gain.fused_us, gain.ratio) == (30.0, 10.0, 3.0)
+    assert panel.tabs.isTabVisible(panel.tabs.indexOf(panel.gains))
 
     panel.show_result(None)  # reopened from the history: the same results and view on the open graphs
     panel.show_check(None)

@@ -3,9 +3,13 @@ the changes grouped by the pass GE credits, synced selection through _datadump_o
 
 from __future__ import annotations
 
+import statistics
+import time
+
 from fuselens.core.formats.loaders import load_model
 from fuselens.passes.pipeline import run_pipeline
 from fuselens.session import Stage
+from tests.corpus.ge_stages import FE_FUSION, write_58_stages
 from tests.gui.helpers import WAIT_MS, open_and_wait
 from tests.npu_artifacts import FINAL_STAGE, ge_ops, toolchain_fusions, write_dump_folder
 
@@ -78,3 +82,26 @@ def test_a_folder_without_dumps_and_a_broken_stage_are_one_line_each(qtbot, wind
     assert dialogs[1][1] == "Cannot load the stage" and final.name in dialogs[1][2] and "\n" not in dialogs[1][2]
     panel.scrubber.setValue(1)  # the other stages still load
     shown(qtbot, window, "PreRunBegin", "PreRunAfterNormalizeGraph")
+
+
+def test_58_stages_of_one_graph_scrub_step_by_step(qtbot, window, tmp_path, dialogs):
+    """Every one of the 58 stages a 2020 GE dumped for one graph (5-digit names, no graph part), stepped through
+    with the slider from the first to the last; each step shows that stage against the one before. The time
+    per step is printed (a loaded machine's figure, not a limit)."""
+    labels = write_58_stages(tmp_path / "dumps")
+    panel = window.stages_panel
+    panel.open_folder(str(tmp_path / "dumps"))
+    shown(qtbot, window, labels[-2], labels[-1])
+    assert panel.after.count() == 58 and panel.timeline.itemText(0) == "graph (no id: old GE)"
+    steps = []
+    for i, label in enumerate(labels):
+        start = time.perf_counter()
+        panel.scrubber.setValue(i)
+        shown(qtbot, window, labels[max(0, i - 1)] + " (GE)", label + " (GE)")
+        steps.append(time.perf_counter() - start)
+        assert panel.after.currentIndex() == i
+        if label == FE_FUSION:  # FE's graph fusion: its rewrites show against the stage before
+            assert any(item.status == "new" for item in window.after.items_by_key.values())
+    assert not dialogs and window.session.stage is Stage.READY
+    print(f"\n58 stages stepped: {statistics.median(steps) * 1000:.0f} ms a step (median), "
+          f"{max(steps) * 1000:.0f} ms the slowest, {sum(steps):.1f} s in all")

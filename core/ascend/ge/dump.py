@@ -84,24 +84,48 @@ class GeDump:
                 "with_weights": self.with_weights, "notes": list(self.notes)}
 
 
+HEAD_BYTES = 65536  # what a content test reads of a file
+# The first field of a ge.proto.ModelDef / ge.onnx.ModelProto in text form (comment lines skipped).
+_PROTO_OPENING = re.compile(rb"\A(?:\s*#[^\n]*\n)*\s*(?:name|version|custom_version|graph|attr)\s*[:{]")
+_ONNX_OPENING = re.compile(rb"\A(?:\s*#[^\n]*\n)*\s*(?:ir_version|producer_name|producer_version|domain|"
+                           rb"model_version|doc_string|graph|opset_import|metadata_props)\s*[:{]")
+_PROTO_OP = re.compile(rb"^\s*op\s*\{", re.M)
+_PROTO_TYPE = re.compile(rb'^\s*type:\s*"', re.M)
+
+
+def head_format(head: bytes) -> str | None:
+    """ge_proto | ge_onnx when a file's first 64 KiB read as a GE dump's, else None.
+
+    A ge_onnx dump opens like any ONNX text model and names its ops `ge:<type>`; a ge_proto dump opens
+    with a ModelDef field (as a rule its `graph { ... }` block, model-level `attr { ... }` blocks after it)
+    and holds `op { ... }` blocks with a `type:`. A TF GraphDef in text (`node { op: ... }`) is neither.
+    """
+    if _ONNX_OPENING.match(head) and b'op_type: "ge:' in head:
+        return GE_ONNX
+    if _PROTO_OPENING.match(head) and _PROTO_OP.search(head) and _PROTO_TYPE.search(head):
+        return GE_PROTO
+    return None
+
+
+def recognises(head: bytes) -> bool:
+    """Whether a file whose first 64 KiB are `head` is a GE graph dump (ge_proto or ge_onnx), by content alone."""
+    return head_format(head) is not None
+
+
 def sniff_format(path: str | os.PathLike[str]) -> str | None:
-    """ge_proto | ge_onnx when the file looks like a GE dump (by name, else by its first 64 KiB), else None."""
+    """ge_proto | ge_onnx when the file is a GE dump by its name, else by its first 64 KiB (any name: users
+    rename dumps), else None."""
     path = Path(path)
     named = _DUMP_NAME.match(path.name)
     if named:
         return GE_ONNX if named.group(1) == "onnx" else GE_PROTO
-    if not path.is_file() or path.suffix not in (".txt", ".pbtxt"):
+    if not path.is_file():
         return None
     try:
         with open(path, "rb") as f:
-            head = f.read(65536).decode("utf-8", "replace")
+            return head_format(f.read(HEAD_BYTES))
     except OSError:
         return None
-    if 'op_type: "ge:' in head:
-        return GE_ONNX
-    if re.search(r"^\s*op\s*\{", head, re.M) and re.search(r"^\s*type:\s*\"", head, re.M):
-        return GE_PROTO
-    return None
 
 
 def load_dump(path: str | os.PathLike[str], format: str | None = None, *, weights: bool = False) -> GeDump:

@@ -2,8 +2,10 @@
 
 GE names each dump `ge_<proto|onnx|readable>_<index>_[aclop_]graph_<graphId>_<Stage>.<txt|pbtxt>`
 (the index is a per-process, per-format counter: 8 digits in current GE, 5 in older ones and in
-AutoFuse's own dumps; `aclop_` marks single-operator graphs). Very old GE wrote
-`ge_onnx_<5 digits>_<Stage>.pbtxt` without a graph id. With DUMP_GRAPH_PATH set, each process
+AutoFuse's own dumps; `aclop_` marks single-operator graphs). Some GE versions leave the graph part
+out (`ge_proto_00000000_Build.txt`, `ge_onnx_00007_PreRunBegin.pbtxt`). A file whose name says none
+of this (a user renamed it) is taken as a dump when its content is one (`dump.head_format`): its
+stage is its file name, and it comes after the indexed stages. With DUMP_GRAPH_PATH set, each process
 writes into `pid_<pid>_deviceid_<device>/`, so a folder may hold several processes, and a process
 several graphs (a TF session compiles more than one). The ge_proto and ge_onnx dumps of one
 stage are two views of the same graph; the ge_proto one is read when both are there, since the
@@ -19,11 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fuselens.core.ascend.ge.dump import GE_ONNX, GE_PROTO, GeDump, load_dump
+from fuselens.core.ascend.ge.dump import GE_ONNX, GE_PROTO, HEAD_BYTES, GeDump, head_format, load_dump
 from fuselens.core.errors import FuseLensError
 
-DUMP_NAME = re.compile(r"^ge_(proto|onnx|readable)_(\d+)_(aclop_)?graph_(\d+)_(.+)\.(txt|pbtxt)$")
-OLD_ONNX_NAME = re.compile(r"^ge_onnx_(\d{5})_(.+)\.pbtxt$")
+DUMP_NAME = re.compile(r"^ge_(proto|onnx|readable)_(\d+)_(?:(aclop_)?graph_(\d+)_)?(.+)\.(txt|pbtxt)$")
 PROCESS_FOLDER = re.compile(r"^pid_(\d+)_deviceid_(\d+)$")
 MAX_DEPTH = 3  # DUMP_GRAPH_PATH/pid_*_deviceid_*/ and a level of the user's own on top
 FORMAT_PREFERENCE = (GE_PROTO, GE_ONNX)
@@ -31,28 +32,40 @@ FORMAT_PREFERENCE = (GE_PROTO, GE_ONNX)
 
 @dataclass(frozen=True)
 class DumpFile:
-    """One dump file, as its name describes it."""
+    """One dump file, as its name describes it (or, for a renamed file, as its content does)."""
 
     path: Path
     format: str  # ge_proto | ge_onnx | ge_readable
-    index: int
-    width: int  # digits of the index: 8 (current GE) or 5 (older GE, AutoFuse)
-    graph_id: str | None  # None in the oldest onnx form
+    index: int | None  # None: a renamed file, whose name holds no index
+    width: int  # digits of the index: 8 (current GE) or 5 (older GE, AutoFuse); 0 without one
+    graph_id: str | None  # None when the name has no graph part
     stage: str
     aclop: bool = False
+
+    @property
+    def order(self) -> tuple[int, int, str]:
+        """Where the file sorts in its timeline: by index, the renamed files after, by name."""
+        return (self.index is None, self.index or 0, self.path.name)
 
 
 def parse_dump_name(path: str | os.PathLike[str]) -> DumpFile | None:
     """The parts of a dump file's name, or None when the name is not a GE dump's."""
     path = Path(path)
     found = DUMP_NAME.match(path.name)
-    if found:
-        kind, index, aclop, graph_id, stage, _ = found.groups()
-        return DumpFile(path, f"ge_{kind}", int(index), len(index), graph_id, stage, bool(aclop))
-    found = OLD_ONNX_NAME.match(path.name)
-    if found:
-        return DumpFile(path, GE_ONNX, int(found.group(1)), 5, None, found.group(2))
-    return None
+    if found is None:
+        return None
+    kind, index, aclop, graph_id, stage, _ = found.groups()
+    return DumpFile(path, f"ge_{kind}", int(index), len(index), graph_id, stage, bool(aclop))
+
+
+def dump_by_content(path: Path) -> DumpFile | None:
+    """A file whose name is not a dump's, as a dump when its first 64 KiB are one's; else None."""
+    try:
+        with open(path, "rb") as f:
+            kind = head_format(f.read(HEAD_BYTES))
+    except OSError:
+        return None
+    return None if kind is None else DumpFile(path, kind, None, 0, None, path.stem)
 
 
 @dataclass
@@ -66,8 +79,13 @@ class Stage:
     files: dict[str, DumpFile] = field(default_factory=dict)
 
     @property
-    def index(self) -> int:
+    def index(self) -> int | None:
         return self.file.index
+
+    @property
+    def index_label(self) -> str:
+        """The dump index as shown, `-` for a renamed file that has none."""
+        return "-" if self.index is None else str(self.index)
 
     @property
     def file(self) -> DumpFile:
@@ -98,7 +116,14 @@ class Timeline:
 
     @property
     def label(self) -> str:
-        graph = f"graph {self.graph_id}" if self.graph_id is not None else "graph (no id: old GE)"
+        """`graph 11`; without a graph id, whether old GE's 5-digit names left it out or the names say nothing
+        (current GE's `ge_proto_00000000_Build.txt`, renamed files)."""
+        if self.graph_id is not None:
+            graph = f"graph {self.graph_id}"
+        elif self.stages and all(s.file.width == 5 for s in self.stages):
+            graph = "graph (no id: old GE)"
+        else:
+            graph = "graph (no id in the file names)"
         return f"{self.process} {graph}" if self.process else graph
 
     def to_json(self) -> dict[str, Any]:
@@ -193,7 +218,9 @@ def scan_dump_folder(path: str | os.PathLike[str]) -> DumpFolder:
     for folder in folders:
         process = "" if folder == root else folder.relative_to(root).as_posix()
         for entry in sorted(folder.iterdir()):
-            dump = parse_dump_name(entry) if entry.is_file() else None
+            if not entry.is_file():
+                continue
+            dump = parse_dump_name(entry) or dump_by_content(entry)
             if dump is None:
                 continue
             if dump.format not in FORMAT_PREFERENCE:
@@ -218,9 +245,9 @@ def _stages(process: str, graph_id: str | None, files: list[DumpFile]) -> list[S
     by_key: dict[tuple[str, int], Stage] = {}
     for fmt in FORMAT_PREFERENCE:
         seen: dict[str, int] = defaultdict(int)
-        for dump in sorted((f for f in files if f.format == fmt), key=lambda f: f.index):
+        for dump in sorted((f for f in files if f.format == fmt), key=lambda f: f.order):
             seen[dump.stage] += 1
             key = (dump.stage, seen[dump.stage])
             stage = by_key.setdefault(key, Stage(process, graph_id, dump.stage, seen[dump.stage]))
             stage.files[fmt] = dump
-    return sorted(by_key.values(), key=lambda s: (s.index, s.name))
+    return sorted(by_key.values(), key=lambda s: (s.file.order, s.name))
