@@ -21,7 +21,7 @@ from fuselens.core.tfimport import import_tensorflow
 # `fuse` needs it only for a SavedModel or Keras file, a graph without `_output_shapes` or an op missing from
 # resources/op_outputs.json, and then imports it itself (quietly, through core.tfimport).
 LIGHT_COMMANDS = {"inspect", "samples", "export-sample", "passes", "fuse", "import-profile", "stages", "diff",
-                  "ledger", "import-log", "hosts", "runs"}
+                  "ledger", "import-log", "hosts", "runs", "audit"}
 # Modules with `register(subparsers)` and the command words each registers; each parser sets
 # `func(args) -> int`. A command's parser is built from its own module only: importing every module
 # cost each command ~5 MB and their imports (tests/cli/test_pass_args.py holds the words to the modules).
@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "fuselens.cli.hosts_cmd": ("hosts", "runs"),
     "fuselens.cli.debug_cmd": ("bisect", "diff-config"),
     "fuselens.cli.py_pass_cmd": ("py-pass",),
+    "fuselens.cli.audit_cmd": ("audit",),
 }
 
 

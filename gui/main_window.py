@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QMainWindow
 from fuselens.core.formats.loaders import LoadedModel
 from fuselens.core.layout import SCOPE_PREFIX, Layout, LayoutCache, default_cache
 from fuselens.core.layout.overview import drawn_name, expand_scope, hidden_in
+from fuselens.gui.audit_panel import install_audit_panel
 from fuselens.gui.chrome import build_chrome
 from fuselens.gui.debug_tools import install_debug_tools
 from fuselens.gui.dialogs import RecentFiles, show_error
@@ -90,6 +91,7 @@ class MainWindow(QMainWindow):
         self.stages_panel = install_stages_panel(self.host, self.chrome.open_dumps_action)  # the toolchain's dumps
         self.py_passes = install_py_passes(self.host, self.pass_panel, self.chrome.file_menu,
                                            self.chrome.recent_menu.menuAction())  # your ge.passes files, live
+        self.audit = install_audit_panel(self.host, self.open_model)  # File > Audit folder…: a zoo in the background
         parts = PresentationParts(self.panes, self.match_list, self.why_not)
         self.presentation = install_presentation(self.host, parts)  # View > Presentation (F11): full screen, keys
 

@@ -7,7 +7,7 @@ import pytest
 from fuselens.cli import build_parser, flag_string_options, join_flag_values, parse_args
 from fuselens.passes.config import PassConfig
 
-COMMANDS_WITH_PASSES = ["fuse", "run", "import-profile", "export-npu-script"]
+COMMANDS_WITH_PASSES = ["fuse", "run", "import-profile", "export-npu-script", "audit"]
 
 
 def test_flag_string_options_are_found_in_every_subcommand():
