@@ -60,6 +60,20 @@ class RunFiles(QObject):
                                  on_finished=lambda outcome: self._on_imported(*outcome, note=note),
                                  on_error=self._import_failed)
 
+    def import_profile_pair(self, baseline: str, fused: str) -> None:
+        """A profile (or run file) of the unfused model and one of the fused model as one run, each mapped to its
+        graph: the run view's "Did each fusion pay?" sets each fused kernel against its originals' in the baseline."""
+        original, fused_graph = self.panel.session.graph("before"), self.panel.session.graph("after")
+
+        def work(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> tuple[RunResult, None]:
+            from fuselens.session.fusion_gain import paired_profiles  # when profiles are first imported
+
+            return paired_profiles(baseline, fused, original, fused_graph), None
+
+        self.panel.workers.start("import", f"importing {baseline} and {fused}", work,
+                                 on_finished=lambda outcome: self._on_imported(*outcome),
+                                 on_error=self._import_failed)
+
     def _on_imported(self, result: RunResult, report: CheckReport | None, note: str = "") -> None:
         self.panel.show_result(result)
         self.panel.show_check(report, note)
@@ -139,6 +153,15 @@ class RunFiles(QObject):
         if path:
             self.import_profile(path)
 
+    def import_pair_dialog(self) -> None:
+        baseline, _ = QFileDialog.getOpenFileName(self.panel, "Import the baseline profile (the unfused model)", "",
+                                                  PROFILE_FILTER)
+        if not baseline:
+            return
+        fused, _ = QFileDialog.getOpenFileName(self.panel, "Import the fused model's profile", "", PROFILE_FILTER)
+        if fused:
+            self.import_profile_pair(baseline, fused)
+
     def import_folder_dialog(self) -> None:
         path = QFileDialog.getExistingDirectory(self.panel, "Import a PROF_* folder (or one with original/ and fused/)")
         if path:
@@ -175,7 +198,8 @@ class RunFiles(QObject):
         self._enable(self.panel.result)
         self.panel.result_shown.connect(self._enable)
         imports = [action("Import profile file…", self.import_file_dialog),
-                   action("Import PROF_* folder…", self.import_folder_dialog)]
+                   action("Import PROF_* folder…", self.import_folder_dialog),
+                   action("Import baseline and fused profiles…", self.import_pair_dialog)]
         if self.panel.remote is not None:
             imports.append(action("NPU runs (history)…", self.panel.remote.choose_run))
         npu = action("Export NPU run script…", self.npu_script_dialog)

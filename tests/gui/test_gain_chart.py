@@ -81,3 +81,28 @@ def test_a_result_with_one_side_hides_the_tab(shown, run_file):
     del one.graphs["original"]
     shown.show_result(one)
     assert not shown.tabs.isTabVisible(shown.tabs.indexOf(shown.gains)) and shown.gains.report is None
+
+
+def test_a_baseline_and_a_fused_profile_imported_as_a_pair(qtbot, window, run_file, tmp_path, monkeypatch):
+    """Run > Import baseline and fused profiles…: two files, one side each, shown as one run whose gain tab has
+    the same rows as the run both came from."""
+    from PySide6.QtWidgets import QFileDialog
+
+    open_and_wait(qtbot, window, SAMPLE)
+    sides = {}
+    for side in ("original", "fused"):
+        one = RunResult.load(run_file)
+        one.graphs = {side: one.graphs[side]}
+        sides[side] = tmp_path / f"{side}_only.json"
+        one.save(sides[side])
+    answers = iter([str(sides["original"]), str(sides["fused"])])
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: (next(answers), "")))
+    panel = window.run_panel
+    (pair,) = [a for a in window.findChildren(type(panel.files.result_actions[0]))
+               if a.text() == "Import baseline and fused profiles…"]
+    pair.trigger()
+    qtbot.waitUntil(lambda: panel.result is not None and panel.gains.report is not None, timeout=60000)
+    assert set(panel.result.graphs) == {"original", "fused"} and "two profiles" in panel.result.backend
+    paired = [(r.label, round(r.gain_us, 3)) for r in panel.gains.report.rows]
+    panel.show_result(RunResult.load(run_file))
+    assert paired == [(r.label, round(r.gain_us, 3)) for r in panel.gains.report.rows] and len(paired) == 5
