@@ -236,25 +236,15 @@ class GePythonPass(FusionPass):
             match.summary = f"{pattern.graph.name} at {found.coordinate} (skipped)"
             result.skipped.append(match)
             return graph
-        built = self._call(result, "replacement", instance.replacement, match_result, context)
-        if built.error is not None:
+        rewritten = self._replace(graph, found, instance, result, match_result, context)
+        if rewritten is None:
             return graph
-        editor = graph.editor()
-        try:
-            spliced = splice(graph, editor, found, built.value, self.id)
-            new_graph = editor.build()
-        except ReplacementError as error:
-            self._report(result, "replacement", str(error), type(instance).replacement)
-            return graph
-        result.effect_times += 1
+        new_graph, spliced = rewritten
         kinds = [node_type(graph, n) for n in matched if graph.op(n) != "Const"]
         made = [new_graph.op_type(n) for n in spliced.created if new_graph.op(n) != "Const"] or ["its input"]
         match.summary = f"{pattern.graph.name}: {' + '.join(kinds)} -> {' + '.join(made)}"
         match.details.update({"replacement": made, "outputs": spliced.outputs})
-        match.index = len(result.matches)
-        result.matches.append(match)
-        result.rewrites.append(_rewrite(self.id, match.index, spliced))
-        result.output_map.update(spliced.outputs)
+        self._record(result, match, spliced)
         result.structure_only += [t for t in spliced.structure_only if t not in result.structure_only]
         return new_graph
 
@@ -284,23 +274,37 @@ class GePythonPass(FusionPass):
         if not check.value:
             result.near_misses.append(NearMiss(self.id, name, (name,), _refusal(check, message), Culprit((name,))))
             return graph
-        built = self._call(result, "replacement", instance.replacement, node, context)
-        if built.error is not None:
+        rewritten = self._replace(graph, found, instance, result, node, context)
+        if rewritten is None:
             return graph
+        new_graph, spliced = rewritten
+        self._record(result, Match(self.id, name, (name,), (name,), f"{node_type(graph, name)} {name} decomposed",
+                                   {"node": name}, {"outputs": spliced.outputs}), spliced)
+        return new_graph
+
+    def _replace(self, graph: Graph, found: Found, instance: Any, result: GePassResult,
+                 *hook_args: Any) -> tuple[Graph, Spliced] | None:
+        """The pass's replacement for `found` spliced in and counted as an effect: (the new graph, what the splice
+        made), or None when the pass's code raised or its replacement does not fit (reported on `result`)."""
+        built = self._call(result, "replacement", instance.replacement, *hook_args)
+        if built.error is not None:
+            return None
         editor = graph.editor()
         try:
             spliced = splice(graph, editor, found, built.value, self.id)
             new_graph = editor.build()
         except ReplacementError as error:
             self._report(result, "replacement", str(error), type(instance).replacement)
-            return graph
+            return None
         result.effect_times += 1
-        match = Match(self.id, name, (name,), (name,), f"{node_type(graph, name)} {name} decomposed",
-                      {"node": name}, {"outputs": spliced.outputs}, index=len(result.matches))
+        return new_graph, spliced
+
+    def _record(self, result: GePassResult, match: Match, spliced: Spliced) -> None:
+        """A rewritten match on `result`: its index, its rewrite's provenance and its renamed outputs."""
+        match.index = len(result.matches)
         result.matches.append(match)
         result.rewrites.append(_rewrite(self.id, match.index, spliced))
         result.output_map.update(spliced.outputs)
-        return new_graph
 
     # ---- FusionBasePass -----------------------------------------------------------------------
     def _run_whole(self, graph: Graph, result: GePassResult) -> None:
