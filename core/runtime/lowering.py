@@ -94,11 +94,15 @@ def _host_fused_producer(graph: Graph, name: str, function: proto.FunctionDef) -
         kind = HOST_FUSED_PRODUCERS.get(graph.op(ref.node))
         if kind is None or i >= len(args) or graph.consumer_nodes(ref.node) != [name]:
             continue
-        heads = [n for n in function.node_def
-                 if any(TensorRef.parse(text).node == args[i].name for text in n.input)]
-        if heads and all(n.op in EPILOGUE_HEADS for n in heads):
+        if _read_only_by_epilogue_heads(function, args[i].name):
             return kind
     return None
+
+
+def _read_only_by_epilogue_heads(function: proto.FunctionDef, arg: str) -> bool:
+    """Whether the body's ops that read its argument `arg` are all bias adds or adds (and there is one)."""
+    heads = [n for n in function.node_def if any(TensorRef.parse(text).node == arg for text in n.input)]
+    return bool(heads) and all(n.op in EPILOGUE_HEADS for n in heads)
 
 
 def _contraction_tail(graph: Graph, name: str, function: proto.FunctionDef) -> str | None:
@@ -114,9 +118,7 @@ def _contraction_tail(graph: Graph, name: str, function: proto.FunctionDef) -> s
         kind = CONTRACTIONS.get(graph.op(producer))
         if kind is None or i >= len(args):
             continue
-        heads = [n for n in function.node_def
-                 if any(TensorRef.parse(text).node == args[i].name for text in n.input)]
-        if heads and all(n.op in EPILOGUE_HEADS for n in heads):
+        if _read_only_by_epilogue_heads(function, args[i].name):
             return kind
     return None
 
