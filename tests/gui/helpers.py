@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import QSettings
 
 from fuselens.core.graph import TensorRef
@@ -81,3 +83,19 @@ def wait_idle(qtbot, window, timeout: int = WAIT_MS) -> None:
                 and window.after.layout_ is window.panes["after"].shown)
 
     qtbot.waitUntil(ready, timeout=timeout)
+
+
+def save_default_run(sample: str, folder: Path, steps: int) -> str:
+    """One real run of `sample` (child process, TensorFlow on CPU) with the window's default passes, saved as a
+    run file in `folder`; its path."""
+    from fuselens.core.formats.loaders import load_model
+    from fuselens.core.runtime import RunRequest, run
+    from fuselens.passes.pipeline import run_pipeline
+
+    graph = load_model(sample).graph
+    pipeline = run_pipeline(graph)
+    result = run(RunRequest(original=graph, fused=pipeline.fused, model=sample, steps=steps, warmup=1,
+                            original_to_final=pipeline.provenance.original_to_final()))
+    path = folder / f"{sample}_run.json"
+    result.save(path)
+    return str(path)

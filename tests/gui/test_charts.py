@@ -9,11 +9,9 @@ import json
 import pytest
 from PySide6.QtCore import QPointF, Qt
 
-from fuselens.core.formats.loaders import load_model
 from fuselens.core.graph.opclass import PALETTE
-from fuselens.core.runtime import RunRequest, RunResult, run
-from fuselens.passes.pipeline import run_pipeline
-from tests.gui.helpers import open_and_wait
+from fuselens.core.runtime import RunResult
+from tests.gui.helpers import open_and_wait, save_default_run
 
 SAMPLE = "abs_relu_exp"
 FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
@@ -22,13 +20,7 @@ FUSED = "autofuse_pointwise_0_Abs_Relu_Exp"
 @pytest.fixture(scope="module")
 def run_file(tmp_path_factory) -> str:
     """One real run (child process, TensorFlow on CPU) with the window's default passes, saved as a run file."""
-    graph = load_model(SAMPLE).graph
-    pipeline = run_pipeline(graph)
-    result = run(RunRequest(original=graph, fused=pipeline.fused, model=SAMPLE, steps=4, warmup=1,
-                            original_to_final=pipeline.provenance.original_to_final()))
-    path = tmp_path_factory.mktemp("run") / "abs_relu_exp_run.json"
-    result.save(path)
-    return str(path)
+    return save_default_run(SAMPLE, tmp_path_factory.mktemp("run"), steps=4)
 
 
 @pytest.fixture

@@ -6,10 +6,8 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QPointF, Qt
 
-from fuselens.core.formats.loaders import load_model
-from fuselens.core.runtime import RunRequest, RunResult, run
-from fuselens.passes.pipeline import run_pipeline
-from tests.gui.helpers import open_and_wait
+from fuselens.core.runtime import RunResult
+from tests.gui.helpers import open_and_wait, save_default_run
 
 SAMPLE = "demo"
 
@@ -17,13 +15,7 @@ SAMPLE = "demo"
 @pytest.fixture(scope="module")
 def run_file(tmp_path_factory) -> str:
     """One real run of demo (child process, TensorFlow on CPU) with the window's default passes."""
-    graph = load_model(SAMPLE).graph
-    pipeline = run_pipeline(graph)
-    result = run(RunRequest(original=graph, fused=pipeline.fused, model=SAMPLE, steps=3, warmup=1,
-                            original_to_final=pipeline.provenance.original_to_final()))
-    path = tmp_path_factory.mktemp("run") / "demo_run.json"
-    result.save(path)
-    return str(path)
+    return save_default_run(SAMPLE, tmp_path_factory.mktemp("run"), steps=3)
 
 
 @pytest.fixture
