@@ -7,30 +7,19 @@ the whole window saved beside it in a temporary folder, to look at the selection
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from screenshot_common import OUT, wait
+from screenshot_common import OUT, shown_window, wait
 
 MODEL, STEPS = "mobilenet_v2", 30
 
 
 def main() -> int:
-    tmp = Path(tempfile.mkdtemp(prefix="fuselens-shots-"))
-    os.environ["FUSELENS_CONFIG_DIR"] = str(tmp / "config")
-    os.environ["FUSELENS_DATA_DIR"] = str(tmp / "data")
     from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QApplication
 
-    from fuselens.gui.main_window import MainWindow
-
-    app = QApplication.instance() or QApplication([])
-    window = MainWindow()
-    window.resize(1600, 1000)
-    window.show()
+    app, window, tmp = shown_window(1600, 1000)
     window.open_model(MODEL)
     wait(app, lambda: window.is_idle() and window.session.model.name == MODEL
          and window.panes["after"].shown is not None, 300)

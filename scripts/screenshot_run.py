@@ -6,13 +6,11 @@ default passes, 30 steps, the first match selected.
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from screenshot_common import OUT, wait
+from screenshot_common import OUT, shown_window, wait
 
 
 def run_and_shoot(app, window, model: str, steps: int, out: Path) -> None:
@@ -33,17 +31,7 @@ def run_and_shoot(app, window, model: str, steps: int, out: Path) -> None:
 
 
 def main() -> int:
-    tmp = Path(tempfile.mkdtemp(prefix="fuselens-shots-"))
-    os.environ["FUSELENS_CONFIG_DIR"] = str(tmp / "config")
-    os.environ["FUSELENS_DATA_DIR"] = str(tmp / "data")
-    from PySide6.QtWidgets import QApplication
-
-    from fuselens.gui.main_window import MainWindow
-
-    app = QApplication.instance() or QApplication([])
-    window = MainWindow()
-    window.resize(1600, 1000)
-    window.show()
+    app, window, _ = shown_window(1600, 1000)
     run_and_shoot(app, window, "mobilenet_v2", 30, OUT / "run_mobilenet_v2.png")
     window.close()
     print(f"wrote {OUT / 'run_mobilenet_v2.png'}")

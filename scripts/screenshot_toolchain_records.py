@@ -7,31 +7,20 @@ tab showing each row's kind of record in its From column, the fused LayerNorm's 
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from screenshot_common import OUT, ROOT, wait
+from screenshot_common import OUT, ROOT, shown_window, wait
 
 CORPUS = ROOT / "tests" / "corpus"
 
 
 def main() -> int:
-    tmp = Path(tempfile.mkdtemp(prefix="fuselens-shots-"))
-    os.environ["FUSELENS_CONFIG_DIR"] = str(tmp / "config")
-    os.environ["FUSELENS_DATA_DIR"] = str(tmp / "data")
-    from PySide6.QtWidgets import QApplication
+    app, window, _ = shown_window(1560, 960)
+    from fuselens.gui.toolchain_records import ToolchainRecords  # once the window (and its settings) exist
 
-    from fuselens.gui.main_window import MainWindow
-    from fuselens.gui.toolchain_records import ToolchainRecords
-
-    app = QApplication.instance() or QApplication([])
-    window = MainWindow()
-    window.resize(1560, 960)
-    window.show()
     window.open_model("bert_layernorm")
     wait(app, lambda: window.is_idle() and window.session.pipeline is not None
          and window.panes["after"].shown is not None, 120)
