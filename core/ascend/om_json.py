@@ -28,6 +28,7 @@ from fuselens.core.ascend.ge.provenance import (
     ToolchainProvenance,
 )
 from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.io import read_text
 from fuselens.core.wording import shown
 
 HEAD_BYTES = 64 * 1024
@@ -93,17 +94,7 @@ def recognises(head: bytes) -> bool:
 def read_om_json(path: str | os.PathLike[str]) -> OmModel:
     """One OM model as JSON; FuseLensError naming the file otherwise."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except IsADirectoryError:
-        raise FuseLensError(f"{path}: is a directory, not an OM model as JSON") from None
-    except OSError as e:
-        raise FuseLensError(f"{path}: cannot read ({e.strerror})") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise FuseLensError(f"{path}: not UTF-8 text, so not an OM model as JSON") from None
-    return parse_om_json(text, str(path))
+    return parse_om_json(read_text(path, "an OM model as JSON"), str(path))
 
 
 def parse_om_json(text: str, source: str = "<model.json>") -> OmModel:

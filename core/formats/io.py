@@ -12,6 +12,22 @@ from typing import Any
 from fuselens.core.errors import FuseLensError
 
 
+def read_text(path: Path, what: str, *, encoding: str = "utf-8", as_directory: str | None = None) -> str:
+    """The text of a file a reader parses, or one FuseLensError line: a directory, unreadable, or not UTF-8.
+    `what` is what the file should have been ("a fusion_result.json"); `as_directory` words the directory case
+    when it should say more."""
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise FuseLensError(f"{path}: is a directory, not {as_directory or what}") from None
+    except OSError as e:
+        raise FuseLensError(f"{path}: cannot read ({e.strerror})") from None
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError:
+        raise FuseLensError(f"{path}: not UTF-8 text, so not {what}") from None
+
+
 def check_output_path(path: str | os.PathLike[str], *, protect: str | None = None) -> Path:
     """Refuse an output that is a directory, the input model `protect`, or a file inside it (a SavedModel)."""
     target = Path(path)

@@ -36,6 +36,7 @@ from fuselens.core.ascend.ge.convert import (
 from fuselens.core.ascend.ge.protoparse import message_classes
 from fuselens.core.ascend.ge.provenance import ToolchainProvenance, provenance_table
 from fuselens.core.errors import FuseLensError
+from fuselens.core.formats.io import read_text
 from fuselens.core.graph import Graph, proto
 from fuselens.core.package_data import package_file
 
@@ -199,18 +200,10 @@ def _parts(convert: Any, message: Any, path: Path, where: str) -> NodeParts:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except IsADirectoryError:
-        raise FuseLensError(f"{path}: is a directory, not a dump file (`fuselens stages` reads a folder)") from None
-    except OSError as e:
-        raise FuseLensError(f"{path}: cannot read ({e.strerror})") from None
-    if not data.strip():
+    text = read_text(path, "a GE graph dump", as_directory="a dump file (`fuselens stages` reads a folder)")
+    if not text.strip(" \t\n\r\x0b\x0c"):  # the ASCII white space bytes.strip() drops
         raise FuseLensError(f"{path}: the file is empty")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise FuseLensError(f"{path}: not UTF-8 text, so not a GE graph dump") from None
+    return text
 
 
 def _parse(text: str, message: Any, path: Path, notes: list[str]) -> Any:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from fuselens.core.errors import FuseLensError
-from fuselens.core.formats.io import write_bytes_atomic
+from fuselens.core.formats.io import read_text, write_bytes_atomic
 from fuselens.core.wording import shown
 
 GRAPH_FUSION = "graph_fusion"
@@ -193,17 +193,7 @@ def graph_id(spelling: object) -> str:
 def read_fusion_result(path: str | os.PathLike[str]) -> FusionResult:
     """One fusion_result.json in any of its shapes; FuseLensError naming the file (and line) otherwise."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except IsADirectoryError:
-        raise FuseLensError(f"{path}: is a directory, not a fusion_result.json") from None
-    except OSError as e:
-        raise FuseLensError(f"{path}: cannot read ({e.strerror})") from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise FuseLensError(f"{path}: not UTF-8 text, so not a fusion_result.json") from None
-    return parse_fusion_result(text, str(path))
+    return parse_fusion_result(read_text(path, "a fusion_result.json", encoding="utf-8-sig"), str(path))
 
 
 def parse_fusion_result(text: str, source: str = "<fusion_result.json>") -> FusionResult:
