@@ -45,7 +45,7 @@ from fuselens.core.formats.loaders import LoadedModel, detect_format, load_model
 from fuselens.core.formats.samples import SAMPLES, is_built
 from fuselens.core.formats.tfshapes import ensure_shapes
 from fuselens.core.graph import Graph, opdefs
-from fuselens.core.runtime.childproc import ChildProcess
+from fuselens.core.runtime.childproc import ChildProcess, exit_with_parent
 from fuselens.passes.pipeline import PipelineResult
 from fuselens.passes.registry import catalog, mirror_catalog
 from fuselens.session.pass_files import PassFileRun, described_config, run_pass_files
@@ -392,4 +392,5 @@ def _register(registered: list[tuple[str, str]]) -> None:
 
 
 if __name__ == "__main__":
+    exit_with_parent()
     _serve(Connection(int(sys.argv[1])))

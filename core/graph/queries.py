@@ -370,12 +370,17 @@ class Graph:
         return [self._names[i] for i, op in enumerate(self._ops) if op == code]
 
     def outputs(self) -> list[str]:
-        """Nodes whose data nothing reads: what a user of the frozen graph fetches."""
+        """Nodes whose data nothing reads: what a user of the frozen graph fetches (an op with no data
+        output, such as `Abort` or a `PrintV2`, is not fetched: it runs when a fetched node waits on it)."""
         return [
             n.name
             for n in self
             if n.op not in NON_OUTPUT_OPS and n.op != "Placeholder" and not self.consumers(n.name)
+            and not self._has_no_output_arg(n.op)
         ]
+
+    def _has_no_output_arg(self, op: str) -> bool:
+        return op not in self.functions and opdefs.in_table(op) and not opdefs.op_info(op, self.functions).outputs
 
     def placeholder_spec(self, name: str) -> tuple[str, tuple[int | None, ...] | None]:
         """(dtype name, shape) of a Placeholder; shape None when the rank is unknown."""

@@ -23,6 +23,7 @@ from fuselens.core.errors import FuseLensError
 from fuselens.core.graph import Graph, TensorRef, proto
 from fuselens.core.measure.profile import KernelEvent, build_graph_run, label_op
 from fuselens.core.runtime import layer_norm, lowering
+from fuselens.core.runtime.childproc import exit_with_parent
 
 # Test hook: "SIGNAL@PHASE" (e.g. "SIGSEGV@run") makes the child kill itself with SIGNAL on
 # entering PHASE, to prove a crashing TensorFlow cannot take the caller down.
@@ -283,6 +284,7 @@ def _npu_configs(tf: Any, job: dict[str, Any], root: Path) -> Any:
 
 def main(fd: int) -> int:
     """Serve jobs until the parent closes the connection: a bisect sends many, importing TensorFlow once."""
+    exit_with_parent()  # a graph that never ends must not outlive a parent killed past its timeout
     conn = Connection(fd)
     while True:
         try:

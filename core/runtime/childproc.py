@@ -15,6 +15,8 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from multiprocessing.connection import Connection
 
 from fuselens.core.package_data import child_environ, import_root
@@ -22,7 +24,11 @@ from fuselens.core.package_data import child_environ, import_root
 ROOT = import_root()
 STDERR_TAIL_LINES = 3
 KILL_WAIT_S = 5.0
-_TF_CHATTER = re.compile(r"^(?:[IW]\d{4} |WARNING: All log messages|To enable the following instructions)")
+PARENT_POLL_S = 1.0
+# TensorFlow's start-up chatter, and the stack frames and banner it prints after a fatal log line (the
+# line that says why, "F0000 ... abort_op.cc:...] Abort_op intentional failure; ...", is kept).
+_TF_CHATTER = re.compile(r"^(?:[IW]\d{4} |WARNING: All log messages|To enable the following instructions"
+                         r"|\s*@\s+0x|\*\*\* (?:Check failure stack trace|SIGABRT received))")
 
 
 class ChildProcess:
@@ -73,3 +79,19 @@ class ChildProcess:
                  if ln.strip() and not _TF_CHATTER.match(ln)]
         tail = " | ".join(lines[-STDERR_TAIL_LINES:])
         return how + (f"; its last output: {tail[:400]}" if tail else "")
+
+
+def exit_with_parent() -> None:
+    """Called first in a child's main: the child ends (exit code 3) within PARENT_POLL_S of its parent's death.
+    A parent killed with SIGKILL (an audit worker past its timeout, a Dask worker restarted, a window
+    killed) runs no clean-up of its own, and a child stuck in TensorFlow (a model that never ends) would
+    otherwise spin on, orphaned. A polling thread, not PR_SET_PDEATHSIG: that fires when the parent's
+    *thread* ends, and the window starts children from pool threads that end when idle."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()

@@ -49,10 +49,11 @@ def pass_table(rows: list[Row]) -> dict[str, Any]:
 
 
 def disagreeing(rows: list[Row]) -> list[dict[str, Any]]:
-    """The models whose fused graph does not compute what the original does (or could not be compared)."""
+    """The models whose fused graph does not compute what the original does (or could not be compared); a
+    model that crashed or timed out is named by its status instead."""
     found = []
     for row in rows:
-        numeric = row.get("numeric")
+        numeric = row.get("numeric") if row.get("status") == "ok" else None
         if numeric and (numeric.get("error") or not numeric.get("allclose")):
             found.append({"model": row["model"], "max_abs": numeric.get("max_abs"), "max_rel": numeric.get("max_rel"),
                           "error": numeric.get("error", "")})

@@ -3,8 +3,9 @@ so a model that kills TensorFlow or hangs ends that process only, and its row sa
 
 `AuditWorker` is the parent's end: it sends a task, forwards the worker's stages, and turns a death
 into a row "crashed (SIGSEGV)" and a timeout into "timed out after N s" (the worker is then replaced).
-Test hook (no real model is needed to prove it): FAULT_ENV="NAME=abort,OTHER=hang" makes the worker
-call os.abort() for the model named NAME, or sleep past any timeout for OTHER, once it has loaded it.
+Test hook (the worker itself dying; a real model that kills TensorFlow does so in the runner's child):
+FAULT_ENV="NAME=abort,OTHER=hang" makes the worker call os.abort() for the model named NAME, or sleep
+past any timeout for OTHER, once it has loaded it.
 """
 
 from __future__ import annotations
@@ -20,12 +21,11 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from fuselens.core.runtime.childproc import ChildProcess
+from fuselens.core.runtime.childproc import ChildProcess, exit_with_parent
 from fuselens.session.audit.model import AuditTask, audit_model
 
 FAULT_ENV = "FUSELENS_AUDIT_FAULT"
 MODULE = "fuselens.session.audit.worker"
-PARENT_POLL_S = 1.0
 
 
 class Interrupted(Exception):
@@ -117,19 +117,12 @@ def _fault(name: str) -> None:
                 time.sleep(1e6)
 
 
-def _exit_with_parent(parent: int) -> None:
-    """A worker outlives no parent (one killed, a Dask worker restarted): a hanging model would keep it forever."""
-    while os.getppid() == parent:
-        time.sleep(PARENT_POLL_S)
-    os._exit(3)
-
-
 def main(fd: int) -> int:
     """Serve tasks until the parent closes the connection."""
     from fuselens.core.runtime.runner import RunnerProcess
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's: it stops this process itself
-    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+    exit_with_parent()  # a hanging model would keep an orphaned worker forever
     conn = Connection(fd)
     with RunnerProcess() as runner:
         while True:

@@ -120,6 +120,14 @@ def test_networkx_view_has_ports_and_control_flags():
     assert ("split", "add", 1, False) in edges and ("mm", "add", 0, True) in edges
 
 
+def test_an_op_with_no_data_output_is_not_an_output_but_runs_before_the_one_that_waits_on_it():
+    """`Abort` (or `PrintV2`) waited on through a control edge: fetching `Abort:0` would fail before anything ran."""
+    gd = small_graph().graph_def
+    gd.node.extend([make_node("Abort", "abort", attrs={"error_msg": proto.AttrValue(s=b"no")}),
+                    make_node("Relu", "y", ["add", "^abort"])])
+    assert Graph(gd).outputs() == ["y"]
+
+
 def test_shapes_come_from_output_shapes_attr(load_sample):
     g = load_sample("abs_relu_exp")
     assert g.output_shape("exp_0") == (128, 192)

@@ -3,7 +3,12 @@ the rows the same as a fuse in this process, near-miss reasons by class, the bas
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import time
+import uuid
+from pathlib import Path
 
 import pytest
 
@@ -121,9 +126,72 @@ def test_a_folder_of_keras_files_and_a_savedmodel_is_audited_with_numerics(tmp_p
         assert sum(p["matches"] for p in row["passes"].values()) >= 1
 
 
+def _graph_that_kills_tensorflow() -> bytes:
+    """A real graph TensorFlow dies on: its output waits on an `Abort` op (SIGABRT when the run reaches it)."""
+    import tensorflow as tf
+
+    with tf.Graph().as_default() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [1, 4], name="x")
+        abort = tf.raw_ops.Abort(error_msg="this model kills TensorFlow")
+        with tf.control_dependencies([abort]):
+            tf.identity(tf.nn.relu(x), name="y")
+    return graph.as_graph_def().SerializeToString()
+
+
+def _graph_that_never_ends() -> bytes:
+    """A real graph TensorFlow never finishes: a while loop whose condition is always true."""
+    import tensorflow as tf
+
+    with tf.Graph().as_default() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [1, 4], name="x")
+        _, out = tf.while_loop(lambda i, v: tf.constant(True), lambda i, v: (i + 1, v * 1.0), [tf.constant(0), x])
+        tf.identity(tf.nn.relu(out), name="y")
+    return graph.as_graph_def().SerializeToString()
+
+
+@pytest.mark.slow
+def _processes_marked(mark: str) -> list[int]:
+    """The processes whose environment holds `mark` (this test's children and theirs, orphans included)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            ours = proc.name.isdigit() and int(proc.name) != os.getpid()
+            if ours and mark.encode() in (proc / "environ").read_bytes():
+                found.append(int(proc.name))
+    return found
+
+
+def test_a_model_that_kills_tensorflow_and_one_that_never_ends_are_rows_and_leave_nothing_running(tmp_path,
+                                                                                                  monkeypatch):
+    """Real graphs, no test hook: TensorFlow aborts in the runner's child on one and loops forever on the
+    other; the rows say so, the good models complete, and no process of the audit is left behind (the
+    runner's child stuck in the loop ends with the worker killed past its timeout)."""
+    mark = f"FUSELENS_TEST_MARK={uuid.uuid4().hex}"
+    monkeypatch.setenv(*mark.split("="))
+    zoo = tmp_path / "zoo"
+    zoo.mkdir()
+    shutil.copy(sample_path("demo"), zoo / "demo.pb")
+    (zoo / "bad.pb").write_bytes(b"\x08\x96\x01 definitely not a graph")
+    (zoo / "kills_tf.pb").write_bytes(_graph_that_kills_tensorflow())
+    (zoo / "never_ends.pb").write_bytes(_graph_that_never_ends())
+    report = audit([str(zoo)], numeric=True, timeout=30.0)
+    rows = {row["model"]: row for row in report["models"]}
+    assert rows["zoo/bad.pb"]["status"] == "unreadable"
+    assert rows["zoo/kills_tf.pb"]["status"] == "crashed (SIGABRT)", rows["zoo/kills_tf.pb"]
+    assert "Abort_op intentional failure; this model kills TensorFlow" in rows["zoo/kills_tf.pb"]["reason"]
+    assert "0x" not in rows["zoo/kills_tf.pb"]["reason"]  # TensorFlow's stack frames are left out
+    assert rows["zoo/never_ends.pb"]["status"] == "timed out", rows["zoo/never_ends.pb"]
+    assert rows["zoo/demo.pb"]["status"] == "ok" and rows["zoo/demo.pb"]["numeric"]["allclose"] is True
+    assert [d["model"] for d in report["summary"]["disagreeing"]] == []  # a crash is its status, not a disagreement
+    deadline = time.monotonic() + 10
+    while _processes_marked(mark) and time.monotonic() < deadline:  # an orphan ends within a second of its parent
+        time.sleep(0.2)
+    assert _processes_marked(mark) == []
+
+
 def test_a_bad_file_a_crash_and_a_hang_are_rows_and_the_others_complete(tmp_path, monkeypatch):
-    """The crash and the hang are the worker's test hook (FAULT_ENV): os.abort() and a sleep for the model
-    named, once it is loaded; no model of the samples kills TensorFlow on its own."""
+    """The worker process itself dying or hanging (its test hook FAULT_ENV: os.abort() and a sleep for the
+    model named, once it is loaded), where the test above has TensorFlow die in the runner's child."""
     zoo = tmp_path / "zoo"
     zoo.mkdir()
     for name in ("conv_bn", "demo", "crash", "hang"):
