@@ -55,6 +55,17 @@ def test_original_stage_loads_with_shapes_dtypes_and_ge_types(tmp_path, abs_relu
     assert dump_summary(dump)["inputs"] == [{"name": "data1", "dtype": "float16", "shape": [128, 192]}]
 
 
+def test_the_content_decides_the_form_over_a_name_that_says_the_other(tmp_path, abs_relu_exp):
+    """An onnx-form dump renamed ge_proto_*.txt (a user's copy, a script's) is still read as onnx text."""
+    graph, _, _ = abs_relu_exp
+    onnx = write(tmp_path, GE_ONNX, ge_ops(graph))
+    misnamed = onnx.rename(tmp_path / "ge_proto_00000001_graph_0_PreRunBegin.txt")
+    assert sniff_format(misnamed) == GE_ONNX
+    assert [n.op for n in load_dump(misnamed).graph][1:4] == ["Abs", "Relu", "Exp"]
+    (tmp_path / "ge_onnx_00000002_graph_0_Cut.pbtxt").write_text("")
+    assert sniff_format(tmp_path / "ge_onnx_00000002_graph_0_Cut.pbtxt") == GE_ONNX  # nothing to read: the name
+
+
 def test_fused_stage_keeps_toolchain_provenance_in_ge_proto_and_in_onnx_at_level_1(tmp_path, abs_relu_exp):
     _, fused, fusions = abs_relu_exp
     for fmt, level in ((GE_PROTO, 2), (GE_ONNX, 1)):

@@ -114,19 +114,22 @@ def recognises(head: bytes) -> bool:
 
 
 def sniff_format(path: str | os.PathLike[str]) -> str | None:
-    """ge_proto | ge_onnx when the file is a GE dump by its name, else by its first 64 KiB (any name: users
-    rename dumps), else None."""
+    """ge_proto | ge_onnx by the file's first 64 KiB (any name: users rename dumps, and a dump's name can
+    say ge_proto over ge_onnx text); by its name (`ge_onnx_*` / `ge_proto_*`) only when the content does
+    not tell (an empty or cut file, which the reader then refuses in words); else None."""
     path = Path(path)
+    if path.is_file():
+        try:
+            with open(path, "rb") as f:
+                kind = head_format(f.read(HEAD_BYTES))
+        except OSError:
+            kind = None
+        if kind is not None:
+            return kind
     named = _DUMP_NAME.match(path.name)
     if named:
         return GE_ONNX if named.group(1) == "onnx" else GE_PROTO
-    if not path.is_file():
-        return None
-    try:
-        with open(path, "rb") as f:
-            return head_format(f.read(HEAD_BYTES))
-    except OSError:
-        return None
+    return None
 
 
 def load_dump(path: str | os.PathLike[str], format: str | None = None, *, weights: bool = False) -> GeDump:
