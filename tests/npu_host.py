@@ -64,7 +64,7 @@ def _session_init(original):
 tf.compat.v1.Session.__init__ = _session_init(tf.compat.v1.Session.__init__)
 _record({{"event": "adapter", "environment": {{k: os.environ.get(k) for k in (
     "AUTOFUSE_FLAGS", "AUTOFUSE_DFX_FLAGS", "DUMP_GE_GRAPH", "DUMP_GRAPH_LEVEL", "DUMP_GRAPH_PATH",
-    "ASCEND_WORK_PATH")}}}})
+    "ASCEND_WORK_PATH", "ASCEND_PROCESS_LOG_PATH", "ASCEND_GLOBAL_LOG_LEVEL")}}}})
 
 
 @atexit.register
@@ -156,11 +156,41 @@ def play_toolchain(session: dict[str, Any]) -> None:
         fe = Path(os.environ["ASCEND_WORK_PATH"]) / "FE" / str(pid)
         fe.mkdir(parents=True, exist_ok=True)
         (fe / "fusion_result.json").write_text(fusion_result_text({"0_0": ledger}))
+    if os.environ.get("ASCEND_PROCESS_LOG_PATH") and int(os.environ.get("ASCEND_GLOBAL_LOG_LEVEL", "3")) <= 1:
+        _write_plog(Path(os.environ["ASCEND_PROCESS_LOG_PATH"]), pid, pipeline, session["scope_passes"])
     raw = Path(session["profiling_options"]["output"]) / PROF_NAME
     raw.mkdir(parents=True, exist_ok=True)
     (raw / "stub_raw.json").write_text(json.dumps({
         "kernels": npu_kernels(pipeline.fused),
         "fusion_ops": [[name, list(f.originals)] for name, f in fusions.items()]}))
+
+
+def _write_plog(root: Path, pid: int, pipeline: Any, enabled: str) -> None:
+    """What the TF adapter's plog says at INFO (the lines of tests/corpus/logs): each scope pass registered,
+    whether the enabled ones matched, and the time of each FE fusion pass that ran."""
+    from fuselens.passes.ledger import FE_PASS_NAMES
+    from fuselens.passes.registry import catalog
+
+    prefix = f"[INFO] GE({pid},python3.7):2026-12-02-10:00:00.000.000 [{{where}}]{pid} "
+    lines = []
+    scope = [c for c in catalog() if c.family == "scope"]
+    on = {c.id for c in scope if c.general} | {name for name in enabled.split(",") if name}
+    for cls in scope:
+        lines.append(prefix.format(where="scope_pass_registry.cc:38") + f"RegisterScopeFusionPass: Register pass name "
+                     f"= {cls.id}, is_enable = {'true' if cls.id in on else 'false'}.")
+    for cls in scope:
+        if cls.id in on:
+            result = pipeline.result(cls.id)
+            said = "is matched." if result and result.matches else "is not matched and ignored."
+            lines.append(prefix.format(where="scope_pass_manager.cc:66") + f"Run:[scope_fusion] Scope pass "
+                         f"{cls.id}'s patterns {said}")
+    for result in pipeline.results:
+        if result.pass_id in FE_PASS_NAMES and result.matches:
+            lines.append(prefix.format(where="graph_fusion.cc:512") + f"GraphFusion::RunOpsFusionPass pass_name: "
+                         f"{result.pass_id} is [120] micro second.")
+    folder = root / "debug" / "plog"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"plog-{pid}_20261202100000000.log").write_text("\n".join(lines) + "\n")
 
 
 def _skip_names() -> set[str]:

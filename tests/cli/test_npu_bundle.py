@@ -54,6 +54,7 @@ def test_demo_bundle_runs_both_sides_apart_and_comes_back_as_predicted_vs_actual
         assert env[side]["DUMP_GE_GRAPH"] == "2" and "FeGraphFusionAfter" in env[side]["DUMP_GRAPH_LEVEL"]
         assert env[side]["DUMP_GRAPH_PATH"] == str(results / side / "ge_dumps")
         assert env[side]["ASCEND_WORK_PATH"] == str(results / side / "ascend_work")
+        assert env[side]["ASCEND_PROCESS_LOG_PATH"] == str(results / side / "log")
         session = sessions[side]
         assert session["scope_passes"] == "" and session["use_off_line"] and session["export_compile_stat"] == 2
         assert session["profiling_options"]["output"] == str(results / side / "profiling")
@@ -78,7 +79,9 @@ def test_demo_bundle_runs_both_sides_apart_and_comes_back_as_predicted_vs_actual
 
     assert cli_main(["import-profile", str(results), "--model", "demo"]) == 0
     report = capsys.readouterr().out
-    assert "Predicted vs actual for demo (evidence: dumps, fusion_op, fusion_result, profile)" in report
+    assert "Predicted vs actual for demo (evidence: dumps, fusion_op, fusion_result, log, profile)" in report
+    # the toolchain's logs at INFO (ASCEND_GLOBAL_LOG_LEVEL=1) under results/<side>/log say which scope passes ran
+    assert "agree        the log says ScopeLayerNormPass matched in 1 of 1 run; FuseLens predicts 1 match" in report
     assert "7 predicted fusions: 7 found, 0 not found, 0 unknown" in report
     assert "0 ledger disagreements" in report  # AMCT's folds were done before GE: FE found none left, as predicted
     assert "fused differently" not in report  # the records name the folded graph's nodes (stem/conv/BiasAdd)

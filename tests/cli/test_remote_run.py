@@ -203,7 +203,8 @@ def test_incomplete_results_name_what_is_missing_and_show_what_arrived(sshd, tmp
     code, out, err = run_on(host, capsys)
     assert code == 3
     assert "results incomplete: original: GE graph dumps" in err and "results incomplete: fused: GE graph dumps" in err
-    assert "Predicted vs actual for abs_relu_exp (evidence: fusion_op, fusion_result, profile)" in out  # what arrived
+    # what arrived
+    assert "Predicted vs actual for abs_relu_exp (evidence: fusion_op, fusion_result, log, profile)" in out
     [record] = RunHistory().all()
     assert record.status == "incomplete" and record.missing == ["original: GE graph dumps", "fused: GE graph dumps"]
     assert not list(record.results.parent.glob(".results.*"))

@@ -45,7 +45,8 @@ def test_bundle_spec_names_the_target_and_both_sides():
 def test_each_side_gets_its_own_environment_and_nothing_leaks_from_the_parent(tmp_path):
     driver = _driver()
     parent = {"PATH": "/bin", "AUTOFUSE_FLAGS": "--enable_autofuse=true", "AUTOFUSE_DFX_FLAGS": "--x=y",
-              "DUMP_GRAPH_PATH": "/elsewhere"}
+              "DUMP_GRAPH_PATH": "/elsewhere", "ASCEND_PROCESS_LOG_PATH": "/var/log/npu",
+              "ASCEND_GLOBAL_LOG_LEVEL": "3"}
     results = str(tmp_path / "results")
     original = driver.side_environment(_spec(), "original", results, base=parent)
     fused = driver.side_environment(_spec(), "fused", results, base=parent)
@@ -56,7 +57,10 @@ def test_each_side_gets_its_own_environment_and_nothing_leaks_from_the_parent(tm
         assert env["DUMP_GE_GRAPH"] == "2" and "FeGraphFusionAfter" in env["DUMP_GRAPH_LEVEL"]
         assert env["DUMP_GRAPH_PATH"] == f"{results}/{side}/ge_dumps"
         assert env["ASCEND_WORK_PATH"] == f"{results}/{side}/ascend_work"
+        assert env["ASCEND_PROCESS_LOG_PATH"] == f"{results}/{side}/log" and env["ASCEND_GLOBAL_LOG_LEVEL"] == "1"
     assert "AUTOFUSE_DFX_FLAGS" not in driver.side_environment(_spec(skip=None), "fused", results, base=parent)
+    quiet = driver.side_environment(_spec(), "fused", results, base=parent, log_level=3)
+    assert quiet["ASCEND_GLOBAL_LOG_LEVEL"] == "3"
 
 
 @pytest.mark.parametrize("source", [DRIVER_SOURCE, SESSION_SOURCE])

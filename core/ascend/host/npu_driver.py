@@ -26,7 +26,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SIDES = ("original", "fused")
 # What the toolchain reads from the environment of the process it runs in; each side sets its own.
 SIDE_VARIABLES = ("AUTOFUSE_FLAGS", "AUTOFUSE_DFX_FLAGS", "DUMP_GE_GRAPH", "DUMP_GRAPH_LEVEL", "DUMP_GRAPH_PATH",
-                  "ASCEND_WORK_PATH")
+                  "ASCEND_WORK_PATH", "ASCEND_PROCESS_LOG_PATH", "ASCEND_GLOBAL_LOG_LEVEL")
+# INFO: the level at which the TF adapter and GE log which scope passes matched and how long each FE
+# fusion pass ran (the toolchain's default, 3, logs errors only).
+LOG_LEVEL = 1
 
 
 def load_bundle():
@@ -34,9 +37,12 @@ def load_bundle():
         return json.load(f)
 
 
-def side_environment(bundle, side, results, base=None):
+def side_environment(bundle, side, results, base=None, log_level=LOG_LEVEL):
     """The environment of one side's process: its AUTOFUSE_FLAGS (and per-node skips), GE graph dumps into
-    results/<side>/ge_dumps, and FE's fusion_result.json into results/<side>/ascend_work/FE/<pid>/."""
+    results/<side>/ge_dumps, FE's fusion_result.json into results/<side>/ascend_work/FE/<pid>/, and the
+    toolchain's logs (plog-*.log, device-*.log) at `log_level` into results/<side>/log
+    (ASCEND_PROCESS_LOG_PATH comes before ASCEND_WORK_PATH and $HOME/ascend/log, so a user's own setting
+    of it is replaced for the run)."""
     spec = bundle["sides"][side]
     folder = os.path.join(results, side)
     env = dict(os.environ if base is None else base)
@@ -48,6 +54,8 @@ def side_environment(bundle, side, results, base=None):
     env.update(bundle["dump"])
     env["DUMP_GRAPH_PATH"] = os.path.join(folder, "ge_dumps")
     env["ASCEND_WORK_PATH"] = os.path.join(folder, "ascend_work")
+    env["ASCEND_PROCESS_LOG_PATH"] = os.path.join(folder, "log")
+    env["ASCEND_GLOBAL_LOG_LEVEL"] = str(log_level)
     return env
 
 
@@ -60,6 +68,9 @@ def parse_args(argv):
     parser.add_argument("--msprof", default="msprof", help="the msprof executable")
     parser.add_argument("--python", default=sys.executable, help="the Python that runs each side")
     parser.add_argument("--overwrite", action="store_true", help="replace the results of an earlier run")
+    parser.add_argument("--log-level", type=int, choices=range(5), default=LOG_LEVEL,
+                        help="the toolchain's log level (ASCEND_GLOBAL_LOG_LEVEL) for both sides: 1 INFO (default: "
+                             "the lines saying which scope passes matched), 3 ERROR (smaller logs), 4 none")
     parser.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -89,7 +100,7 @@ def main(argv=None):
         for option, value in (("--steps", args.steps), ("--warmup", args.warmup)):
             if value is not None:
                 command += [option, str(value)]
-        code = subprocess.call(command, env=side_environment(bundle, side, results))
+        code = subprocess.call(command, env=side_environment(bundle, side, results, log_level=args.log_level))
         if code != 0:
             print(f"run_on_npu: the {side} side failed (exit code {code}); see its output above")
             return code
