@@ -245,7 +245,6 @@ class GePythonPass(FusionPass):
         match.summary = f"{pattern.graph.name}: {' + '.join(kinds)} -> {' + '.join(made)}"
         match.details.update({"replacement": made, "outputs": spliced.outputs})
         self._record(result, match, spliced)
-        result.structure_only += [t for t in spliced.structure_only if t not in result.structure_only]
         return new_graph
 
     # ---- DecomposePass ------------------------------------------------------------------------
@@ -300,11 +299,13 @@ class GePythonPass(FusionPass):
         return new_graph, spliced
 
     def _record(self, result: GePassResult, match: Match, spliced: Spliced) -> None:
-        """A rewritten match on `result`: its index, its rewrite's provenance and its renamed outputs."""
+        """A rewritten match on `result`: its index, its rewrite's provenance, its renamed outputs and the GE-only
+        op types it wrote without a TensorFlow equivalent (which make the proof structure only)."""
         match.index = len(result.matches)
         result.matches.append(match)
         result.rewrites.append(_rewrite(self.id, match.index, spliced))
         result.output_map.update(spliced.outputs)
+        result.structure_only += [t for t in spliced.structure_only if t not in result.structure_only]
 
     # ---- FusionBasePass -----------------------------------------------------------------------
     def _run_whole(self, graph: Graph, result: GePassResult) -> None:

@@ -24,3 +24,27 @@ def test_an_op_without_a_tensorflow_equivalent_is_structure_only(tmp_path, load_
     assert pipeline.fused.op_type("dense2/Add") == "GEMM"
     proof = prove(pipeline)
     assert (proof.status, proof.text) == ("structure_only", "structure only: GEMM has no TensorFlow equivalent here")
+
+
+def test_a_decomposition_into_an_op_without_a_tensorflow_equivalent_is_structure_only(tmp_path, load_sample,
+                                                                                       monkeypatch):
+    """A DecomposePass counts its GE-only ops as a pattern pass does (it once left them out: "equal" unproven)."""
+    monkeypatch.setattr(splice, "EXPANSIONS", {})
+    path = write_pass(tmp_path, "matmul_as_gemm.py", """
+        from ge.es.all import GEMM
+        from ge.es.graph_builder import GraphBuilder
+        from ge.passes import DecomposePass, PassStage, register_decompose_pass
+
+
+        @register_decompose_pass(name="MatMulAsGemmPass", stage=PassStage.AFTER_INFER_SHAPE, op_types=["MatMulV2"])
+        class MatMulAsGemmPass(DecomposePass):
+            def replacement(self, node):
+                builder = GraphBuilder("gemm")
+                a, b = builder.create_input(0), builder.create_input(1)
+                zero = builder.create_scalar_float(0.0)
+                return builder.build_and_reset([GEMM(a, b, zero, 1.0, 0.0)])
+    """)
+    pipeline, _ = run_files(load_sample(SAMPLE), path)
+    result = ge_result(pipeline, "MatMulAsGemmPass")
+    assert result.effect_times >= 1 and result.structure_only == ["GEMM"]
+    assert prove(pipeline).status == "structure_only"
