@@ -20,6 +20,7 @@ from fuselens.cli import main as cli_main
 from fuselens.cli.audit_cmd import ProgressBar, _share
 from fuselens.session.audit.audit import AuditProgress
 from fuselens.session.audit.worker import FAULT_ENV
+from tests.browser import chromium, needs_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ["demo", "conv_bn", "conv_bias_bn", "conv_shared", "keras_bn_small_ops", "bert_layernorm"]
@@ -67,6 +68,22 @@ def test_the_html_is_self_contained_and_links_each_reason_to_a_model_section(aud
     sections = set(re.findall(r"<section id='([^']+)'", page))
     links = set(re.findall(r"href='#([^']+)'", page))
     assert links and links <= sections and len(sections) == len(SAMPLES) + 1
+
+
+@needs_chromium
+def test_the_html_opens_in_a_headless_browser_and_its_models_table_sorts(audited, tmp_path):
+    """The page's own script runs in a browser: a click on the models table's first header sorts by model name
+    (down, then up on a second click); the probe script below records the first row after each click."""
+    _, paths = audited
+    probe = ("<script>var t = Array.from(document.querySelectorAll('table.sortable')).find(function(t){"
+             "return t.querySelector('th').textContent === 'model' && !t.classList.contains('heat');});"
+             "var th = t.querySelector('th'), seen = [];"
+             "[0, 1].forEach(function(){ th.click(); seen.push(t.tBodies[0].rows[0].cells[0].textContent); });"
+             "document.body.setAttribute('data-sorted', seen.join(','));</script>")
+    page = tmp_path / "probed.html"
+    page.write_text(paths["html"].read_text().replace("</body>", probe + "</body>"))
+    dom = chromium(page, "--dump-dom")
+    assert 'data-sorted="nosuch_model,bert_layernorm"' in dom
 
 
 def test_switching_a_pass_off_fails_the_gate_naming_the_models_and_the_pass(tmp_path, capsys):

@@ -5,8 +5,6 @@ from __future__ import annotations
 import base64
 import html
 import re
-import shutil
-import subprocess
 from html.parser import HTMLParser
 
 import pytest
@@ -14,6 +12,7 @@ import pytest
 from fuselens.cli import main as cli_main
 from fuselens.core.formats.loaders import load_model
 from fuselens.passes.pipeline import run_pipeline
+from tests.browser import chromium, needs_chromium
 
 URL = re.compile(r"(?:https?|ftp)://|//[a-z0-9.-]+\.[a-z]{2,}/", re.IGNORECASE)
 
@@ -85,11 +84,9 @@ def test_an_unknown_match_is_one_line_and_writes_nothing(tmp_path, capsys):
     assert "no match ConvBatchnormFusionPass:nope" in capsys.readouterr().err and not path.exists()
 
 
-@pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium is not installed")
+@needs_chromium
 def test_the_lesson_renders_in_a_headless_browser(demo_lesson, tmp_path):
     shot = tmp_path / "lesson.png"
-    subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                    "--disable-dev-shm-usage", "--window-size=1280,2000", f"--screenshot={shot}",
-                    demo_lesson.as_uri()], check=True, capture_output=True, timeout=120)
+    chromium(demo_lesson, "--window-size=1280,2000", f"--screenshot={shot}")
     data = shot.read_bytes()
     assert data.startswith(b"\x89PNG") and len(data) > 20_000  # a drawn page, not a blank one
