@@ -160,6 +160,11 @@ class Sshd:
 
 
 def start_sshd(folder: Path) -> Sshd:
+    """A loopback sshd for the current user (a script's too, not only a test's: it makes /run/sshd as the tests'
+    check does, and says why it cannot run)."""
+    unavailable = sshd_unavailable()
+    if unavailable:
+        raise RuntimeError(unavailable)
     folder.mkdir(parents=True, exist_ok=True)
     host_key = _keygen(folder / "host_key")
     key = _keygen(folder / "client_key")
