@@ -61,8 +61,10 @@ BISECT_HEIGHT = 260  # the result is a dozen lines; the graph panes keep the res
 
 
 def helper_fuse(host: PanelHost, cancelled: Callable[[], bool]) -> Callable[[Graph, PassConfig], PipelineResult]:
-    """Fusion for a worker: in the window's TensorFlow helper, never in the window's process."""
-    return lambda graph, config: host.tensorflow.fuse(FusionJob(0, graph, config), lambda _text: None, cancelled)
+    """Fusion for a worker, with the user's pass files the window fuses with (their code runs in the helper)."""
+    files = host.session.pass_files
+    return lambda graph, config: host.tensorflow.fuse(FusionJob(0, graph, config, files), lambda _text: None,
+                                                      cancelled)
 
 
 def _monospace(widget: QPlainTextEdit) -> QPlainTextEdit:

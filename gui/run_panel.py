@@ -309,9 +309,11 @@ class RunPanel(QWidget):
             self.fail("a layerwise compare needs the TensorFlow helper, which this panel was not given")
             return
 
+        files = self.session.pass_files  # a layerwise compare re-fuses with the user's passes too
+
         def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> RunOutcome:
             def fuse(graph: Graph, config: PassConfig) -> PipelineResult:
-                return self.fuse(FusionJob(0, graph, config), progress, cancelled)
+                return self.fuse(FusionJob(0, graph, config, files), progress, cancelled)
 
             def started(handle: RunHandle) -> None:
                 self.handle = handle

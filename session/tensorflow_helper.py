@@ -205,7 +205,14 @@ class TensorFlowHelper:
         """The job's fusion: right here when it needs no TensorFlow (the graph records its shapes and every op is
         in the table: a sample, a frozen Keras model), else in the helper, with the passes registered here (a
         plugin's or a test's too) known there. Here, it is not queued behind the helper's TensorFlow import,
-        and neither the graph nor the pipeline is pickled across."""
+        and neither the graph nor the pipeline is pickled across. With the user's pass files, their passes run
+        too (in the helper, as `run_pass_files`): a bisect or a layerwise compare re-fuses what the window shows,
+        not the built-in passes alone."""
+        if job.pass_files:
+            run = self.run_pass_files(job, progress, cancelled)
+            if run.pipeline is None:
+                raise FuseLensError("your pass files ran nothing: " + "; ".join(e.message for e in run.errors))
+            return run.pipeline
         if not fusion_needs_tensorflow(job.graph):
             return job.fuse(progress, cancelled)
         registered = [(c.__module__, c.__qualname__) for c in catalog()]

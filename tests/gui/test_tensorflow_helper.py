@@ -110,6 +110,28 @@ def test_a_pass_that_never_ends_is_cancelled_at_its_timeout_and_a_new_helper_sta
         helper.stop()
 
 
+def test_a_fusion_with_the_users_pass_files_runs_their_passes_as_the_window_does(tmp_path):
+    """`fuse` of a job with pass files (a bisect's or a layerwise compare's re-fusion) runs the user's passes in the
+    helper, as the window's own fusion does; a file that does not load is one line, not the built-in passes alone."""
+    path = tmp_path / "drop_add.py"
+    path.write_text(ENDLESS_PASS.replace("EndlessPass", "DropAddPass")
+                    .replace("        while True:\n            pass\n", "        return True\n"))
+    graph = load_model("matmul_add_chain").graph
+    helper = TensorFlowHelper()
+    try:
+        plain = helper.fuse(FusionJob(1, graph, PassConfig.default()), lambda _text: None, lambda: False)
+        mine = helper.fuse(FusionJob(2, graph, PassConfig.default(), PassFiles((str(path),))), lambda _text: None,
+                           lambda: False)
+        assert plain.result("DropAddPass") is None and mine.result("DropAddPass").matches
+        assert mine.fused.op_histogram() != plain.fused.op_histogram()
+        path.write_text("this is not python(")
+        with pytest.raises(FuseLensError, match=r"^your pass files ran nothing: "):
+            helper.fuse(FusionJob(3, graph, PassConfig.default(), PassFiles((str(path),))), lambda _text: None,
+                        lambda: False)
+    finally:
+        helper.stop()
+
+
 def test_a_pass_that_ends_the_helper_is_one_worded_line(tmp_path):
     """os._exit() in a user's pass ends the helper, not the caller: one line says so, the next call starts anew."""
     path = tmp_path / "exits.py"
