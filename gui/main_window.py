@@ -10,6 +10,7 @@ they never overlap; TensorFlow itself is never imported here.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 from PySide6.QtCore import QSettings, QTimer, Signal
@@ -32,7 +33,7 @@ from fuselens.gui.pass_panel import PassPanel
 from fuselens.gui.presentation import PresentationParts, install_presentation
 from fuselens.gui.properties import PropertiesPanel, show_body_table
 from fuselens.gui.py_passes import install_py_passes
-from fuselens.gui.run_panel import install_run_panel
+from fuselens.gui.run_panel import BACKEND_PROBE, install_run_panel
 from fuselens.gui.search import SearchHits
 from fuselens.gui.selection import Selection, SelectionModel
 from fuselens.gui.stages_panel import install_stages_panel
@@ -41,6 +42,12 @@ from fuselens.passes.base import Match, NearMiss
 from fuselens.passes.config import PassConfig
 from fuselens.session import SIDES, Session, Stage
 from fuselens.session.tensorflow_helper import TensorFlowHelper, shared_helper
+
+# The TensorFlow helper and the backend probe (each a child that imports TensorFlow: ~3 s of a core) start
+# once the first model's after pane is painted, so they do not share the 2 cores with its load, fusion and
+# layout; else once the window has been idle this long (no model opening, or one that failed) ...
+BACKGROUND_IDLE_S = 1.0
+BACKGROUND_LATEST_S = 10.0  # ... and at the latest this long after the window's first paint
 
 
 class MainWindow(QMainWindow):
@@ -56,7 +63,9 @@ class MainWindow(QMainWindow):
         self.layout_cache = layout_cache if layout_cache is not None else default_cache()
         self.session = Session(config)
         self.tensorflow = tensorflow or shared_helper()  # TensorFlow never runs in the window's own process
-        self.tensorflow.start()
+        self._background_timer: QTimer | None = None  # started at the first paint (_start_background_soon)
+        self._background_started = False
+        self._shown_at = self._idle_since = 0.0
         self.workers = WorkerPool(self)
         self.selection = SelectionModel(self)
         self._centre_when_built: set[str] = set()  # sides opening scopes for the selection, to centre once drawn
@@ -99,6 +108,7 @@ class MainWindow(QMainWindow):
     def _connect(self) -> None:
         self.session.subscribe(self._on_session)
         self.before.painted.connect(self._on_before_painted)
+        self.after.painted.connect(self._start_background)
         self.selection.changed.connect(self._on_selection)
         self.pass_panel.config_edited.connect(self.set_config)
         self.match_list.item_chosen.connect(lambda item: self.selection.select_item(item))
@@ -214,6 +224,8 @@ class MainWindow(QMainWindow):
     @safe_override()
     def paintEvent(self, event) -> None:
         super().paintEvent(event)
+        if self._background_timer is None:
+            self._start_background_soon()
         if self._open_after_paint is not None:
             spec, self._open_after_paint = self._open_after_paint, None
             # A 1 ms timer, so the timers due by then run first (a 0 ms one is a posted call, delivered ahead).
@@ -231,6 +243,31 @@ class MainWindow(QMainWindow):
                 if not self.run_panel.files.take_drop(url.toLocalFile()):  # a profile or run file: imported
                     self.open_model(url.toLocalFile())
                 return
+
+    def _start_background_soon(self) -> None:
+        """From the first paint on, look four times a second whether the helper and the probe may start."""
+        self._shown_at = self._idle_since = time.monotonic()
+        self._background_timer = QTimer(self)
+        self._background_timer.timeout.connect(self._background_tick)
+        self._background_timer.start(250)
+
+    def _background_tick(self) -> None:
+        now = time.monotonic()
+        if self._open_after_paint is not None or not self.is_idle():
+            self._idle_since = now
+        if now - self._idle_since >= BACKGROUND_IDLE_S or now - self._shown_at >= BACKGROUND_LATEST_S:
+            self._start_background()
+
+    def _start_background(self) -> None:
+        """Start the TensorFlow helper and the backend probe, once (a request that needs the helper earlier
+        starts it itself: TensorFlowHelper.call)."""
+        if self._background_started:
+            return
+        self._background_started = True
+        if self._background_timer is not None:
+            self._background_timer.stop()
+        self.tensorflow.start()
+        BACKEND_PROBE.start()
 
     def _on_loaded(self, spec: str, model: LoadedModel) -> None:
         self.recent.remember(spec)

@@ -79,16 +79,28 @@ class _BackendProbe:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
-    def request(self, deliver: Callable[[list[BackendStatus]], None]) -> None:
-        """`deliver(statuses)` now if known, else from the probe's thread when it finishes."""
+    def request(self, deliver: Callable[[list[BackendStatus]], None], *, start: bool = True) -> None:
+        """`deliver(statuses)` now if known, else from the probe's thread when it finishes; with `start=False` the
+        probe waits for `start()` (the window's, once its first model is on screen: the probe's child imports
+        TensorFlow, ~3 s of a core the first load, fusion and layout would otherwise share)."""
         with self._lock:
             if self.statuses is None:
                 self._waiting.append(deliver)
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._probe, name="fuselens-backends", daemon=True)
-                    self._thread.start()
+                if start:
+                    self._start()
                 return
         deliver(self.statuses)
+
+    def start(self) -> None:
+        """Start the probe if it has not started (asked once per process)."""
+        with self._lock:
+            if self.statuses is None:
+                self._start()
+
+    def _start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._probe, name="fuselens-backends", daemon=True)
+            self._thread.start()
 
     def wait(self, timeout_s: float) -> None:
         """Block until a started probe has ended (it ends on its own, within the probe's timeout): the
@@ -143,7 +155,7 @@ class RunPanel(QWidget):
         self._on_model()
         self.show_result(None)
         self.show_check(None)
-        BACKEND_PROBE.request(self.backends_known.emit)
+        BACKEND_PROBE.request(self.backends_known.emit, start=False)  # started by the window (MainWindow)
 
     # ---- construction ---------------------------------------------------------------------------
     def _build_controls(self) -> None:
@@ -294,6 +306,7 @@ class RunPanel(QWidget):
         """Compile and run both graphs; a problem shows as an error message, the window stays."""
         if self._running:
             return
+        BACKEND_PROBE.start()  # a run before the window started the probe: the backend list follows
         if self.remote is not None and self.remote.active():
             self.remote.start()
             return

@@ -14,7 +14,8 @@ from fuselens.core.devices.backends import BACKENDS, BackendStatus
 from fuselens.core.package_data import child_environ
 from fuselens.core.runtime.childproc import ROOT
 
-_PROBE = ("import json; from fuselens.core.devices.backends import detect_backends; "
+_PROBE = ("from fuselens.core.runtime.childproc import exit_with_parent; exit_with_parent(); "  # a killed window
+          "import json; from fuselens.core.devices.backends import detect_backends; "
           "print(json.dumps([s.to_json() for s in detect_backends()]))")
 
 
