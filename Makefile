@@ -5,6 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 SYSDEPS := $(VENV)/.sysdeps
 SAMPLE  ?= demo
+SOURCES := fuselens core passes session cli gui main.py  # compileall skips fuselens/'s symlinked folders
 XDG_DATA_HOME ?= $(HOME)/.local/share
 
 .PHONY: run test lint setup sysdeps bench clean samples readme install-desktop
@@ -30,6 +31,7 @@ $(STAMP): pyproject.toml $(SYSDEPS)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m compileall -q -j 0 $(SOURCES)  # the first `make run` does not compile the tree
 	touch $@
 
 samples: setup

@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -276,12 +275,13 @@ def model_file(name: str, directory: Path) -> str:
 
 def measure(name: str, root: Path = ROOT) -> dict:
     """One model opened in a fresh process of the checkout at `root` (its own gui and main)."""
+    from benchmarks.bench_startup import run_in_session
+
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", QT_QPA_PLATFORM=os.environ.get("BENCH_PLATFORM", "offscreen"))
     with tempfile.TemporaryDirectory() as tmp:
         spec = model_file(name, Path(tmp))
         spawned = time.time()
-        out = subprocess.run([sys.executable, "-c", CHILD, spec, repr(spawned)], capture_output=True, text=True,
-                             cwd=root, env=env, timeout=900)
+        out = run_in_session([sys.executable, "-c", CHILD, spec, repr(spawned)], root, env, 900)
     lines = [line for line in out.stdout.splitlines() if line.startswith("BENCH ")]
     if out.returncode != 0 or not lines:
         raise RuntimeError(f"{name}: benchmark child failed:\n{out.stderr[-2000:]}")

@@ -8,6 +8,9 @@ first paint; the clock starts just before the process is spawned and the process
   * cold: the first process after the checkout's __pycache__ directories were deleted (every module
           of the checkout compiled again and fresh .pyc files written, as on the first run after
           install; the page cache cannot be dropped here, so installed packages are read warm)
+  * after setup: the first process after the __pycache__ directories were deleted and the tree compiled
+          again as `make setup` does (compileall), so no .pyc is written by the window: the first
+          `make run` after `make setup`
   * warm: the median of N processes after that (default 5)
   * cpu:  the process's CPU seconds by its first paint (all its threads; steadier than wall time when
           other work shares the machine)
@@ -87,23 +90,28 @@ def first_paint(root: Path, model: str | None = None) -> dict:
     """One process of the checkout at `root`: seconds from spawn to the window's first paint (`shown`), the
     process's CPU seconds by then (`cpu`, steadier than wall time on a shared machine) and its modules then.
 
-    The child runs in a session of its own, killed with whatever it started once it has quit: the window's
-    children (the TensorFlow helper, the backend probe) would otherwise outlive it and load the next run.
     """
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", QT_QPA_PLATFORM=os.environ.get("BENCH_PLATFORM", "offscreen"))
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # .pyc files written, as a user's Python does
     spawned = time.time()
-    child = subprocess.Popen([sys.executable, "-c", CHILD, repr(spawned), *([model] if model else [])], cwd=root,
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    done = run_in_session([sys.executable, "-c", CHILD, repr(spawned), *([model] if model else [])], root, env, 300)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("STARTUP ")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"{root}: start-up child failed:\n{done.stderr[-2000:]}")
+    return json.loads(lines[-1][8:])
+
+
+def run_in_session(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    """`argv` in a session of its own, killed with everything it started once it has ended: a window's children
+    (the TensorFlow helper, the backend probe) would otherwise outlive one run and load the next."""
+    child = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
     try:
-        out, err = child.communicate(timeout=300)
+        out, err = child.communicate(timeout=timeout)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child.pid, signal.SIGKILL)
-    lines = [line for line in out.splitlines() if line.startswith("STARTUP ")]
-    if child.returncode != 0 or not lines:
-        raise RuntimeError(f"{root}: start-up child failed:\n{err[-2000:]}")
-    return json.loads(lines[-1][8:])
+    return subprocess.CompletedProcess(argv, child.returncode, out, err)
 
 
 def drop_bytecode(root: Path) -> None:
@@ -111,6 +119,14 @@ def drop_bytecode(root: Path) -> None:
     for cache in root.rglob("__pycache__"):
         if ".venv" not in cache.parts:
             shutil.rmtree(cache, ignore_errors=True)
+
+
+def compile_like_setup(root: Path) -> None:
+    """What `make setup` does after installing: every module of the checkout compiled (the Makefile's SOURCES)."""
+    sources = [name for name in ("fuselens", "core", "passes", "session", "cli", "gui", "main.py")
+               if (root / name).exists()]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", *sources], cwd=root, check=True,
+                   stdout=subprocess.DEVNULL)
 
 
 def heavy_imported(modules: list[str]) -> list[str]:
@@ -123,18 +139,24 @@ def main(before: Path | None, repeat: int, model: str | None) -> None:
     for root in checkouts.values():
         drop_bytecode(root)
     cold = {label: first_paint(root, model) for label, root in checkouts.items()}
+    after_setup = {}
+    for label, root in checkouts.items():
+        drop_bytecode(root)
+        compile_like_setup(root)
+        after_setup[label] = first_paint(root, model)
     warm: dict[str, list[dict]] = {label: [] for label in checkouts}
     for _ in range(repeat):
         for label, root in checkouts.items():
             warm[label].append(first_paint(root, model))
     print(f"first paint from process spawn ({os.environ.get('BENCH_PLATFORM', 'offscreen')}"
           f"{f', opening {model}' if model else ''}), seconds; warm: median of {repeat}")
-    print("checkout | cold | warm | cold cpu | warm cpu | warm runs | modules | heavy modules imported")
+    print("checkout | cold | after setup | warm | cold cpu | warm cpu | warm runs | modules | heavy modules imported")
     for label, runs in warm.items():
         shown = statistics.median(r["shown"] for r in runs)
         cpu = statistics.median(r["cpu"] for r in runs)
         each = " ".join(f"{r['shown']:.2f}" for r in runs)
-        print(f"{label} | {cold[label]['shown']:.2f} | {shown:.2f} | {cold[label]['cpu']:.2f} | {cpu:.2f} | {each} | "
+        print(f"{label} | {cold[label]['shown']:.2f} | {after_setup[label]['shown']:.2f} |"
+              f" {shown:.2f} | {cold[label]['cpu']:.2f} | {cpu:.2f} | {each} | "
               f"{len(cold[label]['modules'])} | "
               f"{', '.join(heavy_imported(cold[label]['modules'])) or 'none'}", flush=True)
 
