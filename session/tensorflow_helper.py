@@ -5,8 +5,8 @@ the first build of a cached Keras sample import TensorFlow, and so may fusion (a
 resources/op_outputs.json, a graph whose shapes must be inferred); a TensorFlow abort or segfault
 there would close the window with the user's work. Here they run in
 `python -m fuselens.session.tensorflow_helper FD`, started in the background when the window opens. A fusion
-that cannot import TensorFlow (`fusion_needs_tensorflow`: the graph records its shapes, the table
-describes its ops) runs in the window's own worker instead, as reading a .pb does: protobuf answers
+that cannot import TensorFlow (`fusion_needs_tensorflow`: the table describes its ops) runs in the window's
+own worker instead, as reading a .pb does: protobuf answers
 all it asks, and the helper would only add the graph's and the pipeline's pickling and its own
 start-up. Most fusions need no TensorFlow, so the helper imports it only once no request has come for
 IDLE_BEFORE_IMPORT_S (or when a request needs it): the first fusion of a model is not queued behind
@@ -68,11 +68,10 @@ IsCancelled = Callable[[], bool]
 
 
 def fusion_needs_tensorflow(graph: Graph) -> bool:
-    """Whether fusing `graph` may import TensorFlow: for a shape the graph does not record (TensorFlow's shape
-    inference), or for an op neither its library nor the op table describes (TensorFlow's registry), in the
-    graph or in a function body. Otherwise the passes' every question is answered from the protobuf."""
-    if not graph.shapes_ready:
-        return True
+    """Whether fusing `graph` may import TensorFlow: for an op neither its library nor the op table describes
+    (TensorFlow's registry), in the graph or in a function body. Otherwise the passes' every question is
+    answered from the protobuf, a bare .pb's shapes included (core.graph.shapes derives them, as for
+    `fuselens fuse`; TensorFlow's shape inference is only for the edge labels, asked afterwards)."""
     ops = {node.op for node in graph} | {node.op for f in graph.functions.values() for node in f.node_def}
     return not all(op in graph.functions or opdefs.in_table(op) for op in ops)
 

@@ -158,8 +158,9 @@ def test_which_models_need_tensorflow(tmp_path):
 
 
 def test_a_fusion_protobuf_can_answer_is_not_sent_to_the_helper():
-    """Shapes recorded and every op in the table (or the graph's library): fused here, the helper never started.
-    A bare .pb (shapes to infer) or an op only TensorFlow's registry might know goes to the helper."""
+    """Every op in the table (or the graph's library): fused here, the helper never started, also for a bare .pb
+    (its shapes derived from the protobuf, as `fuselens fuse` does: the same matches). An op only TensorFlow's
+    registry might know goes to the helper."""
     graph = load_model("abs_relu_exp").graph
     assert not fusion_needs_tensorflow(graph)
     helper = TensorFlowHelper()
@@ -170,7 +171,11 @@ def test_a_fusion_protobuf_can_answer_is_not_sent_to_the_helper():
     bare.CopyFrom(graph.graph_def)
     for node in bare.node:
         del node.attr["_output_shapes"]
-    assert fusion_needs_tensorflow(Graph(bare))
+    bare_graph = Graph(bare)
+    assert not fusion_needs_tensorflow(bare_graph) and not bare_graph.shapes_ready
+    fused_bare = helper.fuse(FusionJob(1, bare_graph, PassConfig.default()), lambda _text: None, lambda: False)
+    assert helper.pid is None and fused_bare.fused.op_histogram() == pipeline.fused.op_histogram()
+    assert [len(r.matches) for r in fused_bare.results] == [len(r.matches) for r in pipeline.results]
     unknown = proto.GraphDef()
     unknown.CopyFrom(graph.graph_def)
     unknown.node[-1].op = "MyCustomOp"
