@@ -20,6 +20,15 @@ from fuselens.session.tensorflow_helper import TensorFlowHelper
 TF_SLOT = "tf"  # the one worker slot for work that uses TensorFlow
 
 
+def adopt_static_shapes(pipeline: PipelineResult) -> None:
+    """In the fusion's worker: the provenance composed, and a bare .pb's shapes, which the passes derived
+    without TensorFlow (core.graph.shapes), taken as both graphs' shapes where TensorFlow's inference would
+    know no more: its edge labels then need no TensorFlow helper (its import, both graphs pickled across)."""
+    _ = pipeline.provenance
+    for graph in (pipeline.original, pipeline.fused):
+        graph.adopt_static_shapes()
+
+
 class ModelJobs:
     """Loads and fuses; `on_shapes()` once a fusion's graphs have their shapes, `on_error(title, text)` when a
     job failed."""
@@ -51,9 +60,9 @@ class ModelJobs:
 
         def fuse(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> PipelineResult:
             pipeline = self.tensorflow.fuse(job, progress, cancelled)
-            # Composed or walked when first read, here rather than on the GUI thread: the provenance (37 ms
-            # on the 20k graph) and whether the fused graph records every shape (a pass over its nodes).
-            _ = pipeline.provenance, pipeline.fused.records_shapes
+            # Here rather than on the GUI thread: the provenance (37 ms on the 20k graph), the shapes (a pass
+            # over every node).
+            adopt_static_shapes(pipeline)
             # The results live until the next fusion: out of the garbage collector's view, as a pane's
             # shown graph is (see Pane._show). Collections over the 20k graph's ~5k records as the match
             # list built their rows held the interpreter lock for up to 120 ms.
@@ -72,7 +81,7 @@ class ModelJobs:
         def run(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> PassFileRun:
             outcome = self.tensorflow.run_pass_files(job, progress, cancelled)
             if outcome.pipeline is not None:
-                _ = outcome.pipeline.provenance, outcome.pipeline.fused.records_shapes  # as `fuse` above
+                adopt_static_shapes(outcome.pipeline)  # as `fuse` above
             return outcome
 
         def failed(text: str) -> None:

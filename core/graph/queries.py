@@ -29,7 +29,7 @@ from fuselens.core.graph.fused import (
     FusedInfo,
 )
 from fuselens.core.graph.order import kahn
-from fuselens.core.graph.shapes import infer_static_shapes
+from fuselens.core.graph.shapes import infer_static_shapes, tensorflow_adds_nothing
 from fuselens.core.graph.tables import NodeTable, Positions
 from fuselens.core.graph.wire import SerializedGraphDef, node_records, record_head
 from fuselens.core.wording import shown
@@ -412,6 +412,14 @@ class Graph:
     @cached_property
     def _static_shapes(self) -> dict[tuple[str, int], tuple[int | None, ...] | None]:
         return infer_static_shapes(self)
+
+    def adopt_static_shapes(self) -> bool:
+        """Whether every output shape is known without TensorFlow (shapes_ready): a bare .pb's, derived here,
+        become its shapes when TensorFlow's inference could add nothing to them, so its edge labels need no
+        TensorFlow helper (one import and two graphs pickled across, then both panes laid out again)."""
+        if not self.shapes_ready and tensorflow_adds_nothing(self, self._static_shapes):
+            self._shapes = dict(self._static_shapes)
+        return self.shapes_ready
 
     def recorded_shapes(self, name: str) -> list[tuple[int | None, ...] | None] | None:
         """A node's output shapes as its `_output_shapes` records them; None when it records none

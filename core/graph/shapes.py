@@ -41,6 +41,18 @@ REDUCTIONS = frozenset({"Mean", "Sum", "Max", "Min", "Prod", "All", "Any", "Eucl
 BATCH_NORMS = frozenset({"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"})
 
 
+# Outputs whose shape TensorFlow's own inference leaves unknown too (FusedBatchNormV3's reserve_space_3: its
+# shape function says nothing of it; every frozen graph records it without a shape).
+UNKNOWN_TO_TENSORFLOW = frozenset({("FusedBatchNormV3", 5)})
+
+
+def tensorflow_adds_nothing(graph: Graph, shapes: dict[tuple[str, int], Shape]) -> bool:
+    """Whether TensorFlow's shape inference could add nothing to `shapes`: every output of every node is in it,
+    but those TensorFlow leaves unknown as well (where the table answers, it answers as TensorFlow does)."""
+    return all((node.name, port) in shapes or (node.op, port) in UNKNOWN_TO_TENSORFLOW
+               for node in graph for port in range(len(graph.node_outputs(node.name))))
+
+
 def infer_static_shapes(graph: Graph) -> dict[tuple[str, int], Shape]:
     """(node, port) -> shape for every output the table can tell, recorded `_output_shapes` first."""
     known = Known(graph)

@@ -11,7 +11,7 @@ import pytest
 
 from fuselens.core.graph import Graph, proto
 from fuselens.core.graph.nodes import make_const, make_node
-from fuselens.core.graph.shapes import broadcast, infer_static_shapes
+from fuselens.core.graph.shapes import UNKNOWN_TO_TENSORFLOW, broadcast, infer_static_shapes
 from tests.zoo.models import zoo_model
 
 SAMPLES = sorted((Path(__file__).resolve().parents[2] / "resources" / "samples").glob("*.pb"))
@@ -47,6 +47,20 @@ def test_keras_models_bare_get_tensorflows_shapes(name):
     assert_derives_what_tensorflow_recorded(Graph.from_bytes(path.read_bytes(), source=path.name))
 
 
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
+def test_a_bare_sample_adopts_its_derived_shapes_since_tensorflow_would_know_no_more(path):
+    """Every output derived, but those TensorFlow leaves unknown too (each sample's recorded shapes say which):
+    the bare graph's shapes are ready without the TensorFlow helper, and they are TensorFlow's."""
+    graph = Graph.from_bytes(path.read_bytes(), source=path.name)
+    assert all(graph.recorded_shapes(n.name)[port] is None for n in graph for op, port in UNKNOWN_TO_TENSORFLOW
+               if n.op == op)
+    stripped = bare(graph)
+    assert not stripped.shapes_ready and stripped.adopt_static_shapes() and stripped.shapes_ready
+    assert {key: shape for key, shape in stripped.known_shapes().items() if shape is not None} == {
+        (n.name, port): shape for n in graph for port, shape in enumerate(graph.recorded_shapes(n.name))
+        if shape is not None}
+
+
 def test_an_op_without_an_entry_is_unknown_and_so_is_what_reads_it():
     x = make_node("Placeholder", "x", [], {"dtype": proto.AttrValue(type=proto.DT_FLOAT),
                                           "shape": proto.AttrValue(shape=proto.shape_proto((None, 8)))})
@@ -55,6 +69,7 @@ def test_an_op_without_an_entry_is_unknown_and_so_is_what_reads_it():
     graph = Graph.from_nodes([x, make_const("axis", np.int32(1)), odd, relu])
     assert graph.output_shape("x") == (None, 8)
     assert graph.output_shape("odd") is None and graph.output_shape("relu") is None
+    assert not graph.adopt_static_shapes() and not graph.shapes_ready  # TensorFlow may know them: ask it
 
 
 def test_broadcast_follows_numpy_and_keeps_unknown_dimensions():

@@ -284,9 +284,16 @@ def test_dropping_a_model_file_opens_it(qtbot, toy_window, tmp_path):
     assert toy_window.session.model.name == "dropped.pb" and toy_window.recent.list()[0] == str(path)
 
 
-def test_a_bare_pb_gets_its_edge_shapes_once_fusion_has_inferred_them(qtbot, window, tmp_path):
+def test_a_bare_pb_gets_its_edge_shapes_once_fusion_has_inferred_them(qtbot, window, tmp_path, monkeypatch):
+    """Derived without TensorFlow (the passes' own static shapes, which TensorFlow's inference would not add to):
+    nothing is asked of the TensorFlow helper, neither the fusion nor the shapes."""
     from fuselens.core.graph import proto
     from tests.gui.helpers import WAIT_MS
+
+    asked = []
+    call = window.tensorflow.call
+    monkeypatch.setattr(window.tensorflow, "call", lambda kind, *rest, **kw: asked.append(kind) or call(kind, *rest,
+                                                                                                          **kw))
 
     bare = proto.GraphDef()
     bare.CopyFrom(load_model("conv_bn").graph.graph_def)
@@ -300,6 +307,7 @@ def test_a_bare_pb_gets_its_edge_shapes_once_fusion_has_inferred_them(qtbot, win
     before = {e.tensor: e.label for e in window.before.layout_.edges}
     assert before["conv1"] == "1×16×16×16" and before["input"] == "1×16×16×8"
     assert any(e.label for e in window.after.layout_.edges)
+    assert asked == []
 
 
 def test_a_failing_pass_shows_in_the_match_list_and_the_window_goes_on(qtbot, tmp_path, dialogs, layout_cache,
