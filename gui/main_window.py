@@ -47,8 +47,8 @@ from fuselens.session.tensorflow_helper import TensorFlowHelper, shared_helper
 # once the first model's after pane is painted, so they do not share the 2 cores with its load, fusion and
 # layout; else once the window has been idle this long (no model opening, or one that failed) ...
 BACKGROUND_IDLE_S = 1.0
-BACKGROUND_LATEST_S = 30.0  # ... and at the latest this long after the first paint (a 20k-node fusion takes 5-10 s:
-# two TensorFlow imports beside it on 2 cores made it 1.4x as long)
+BACKGROUND_LATEST_S = 30.0  # ... and at the latest this long after the first paint (a 20k-node graph's fusion
+# takes 5-10 s, and two TensorFlow imports beside it share its 2 cores)
 
 
 class MainWindow(QMainWindow):
