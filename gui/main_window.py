@@ -75,12 +75,12 @@ class MainWindow(QMainWindow):
         # the before pane has drawn it (see _follow_collapsed).
         self._following: dict[str, frozenset[str]] = {}
         self._after_pending = False  # the fused graph's layout is about to start (_show_pipeline)
+        self._results_pending: list | None = None  # the match list's, once the after pane is drawn
         self._after_waits_for_paint = False  # the after pane follows new scopes after the before pane's paint
         self._open_after_paint: str | None = None  # a model to open once the window is painted
 
         self.pass_panel = PassPanel(self.session.config, self)
         self.match_list = MatchList(self)
-        self.match_list.filled.connect(self._on_list_filled)
         self.properties = PropertiesPanel(self)
         self.panes = {side: Pane(side, title, self.workers, self.layout_cache, self)
                       for side, title in (("before", "Before (original)"), ("after", "After (fused)"))}
@@ -121,6 +121,9 @@ class MainWindow(QMainWindow):
             view.body_table_requested.connect(lambda key, s=side: show_body_table(self.panes[s].shown_graph, key, self))
             view.collapse_requested.connect(lambda scopes, s=side: self.session.set_collapsed(s, scopes))
             view.built.connect(lambda s=side: self._on_built(s))
+        after = self.panes["after"]
+        for ended in (after.view.built, after.failed, after.dropped):
+            ended.connect(lambda *_: self._fill_match_list())
         for pane in self.panes.values():
             pane.laid_out.connect(lambda layout, s=pane.side: self._on_laid_out(s, layout))
             pane.failed.connect(lambda _text, s=pane.side: self._on_layout_dropped(s, self._following.get(s)))
@@ -132,7 +135,7 @@ class MainWindow(QMainWindow):
         """No work running or about to start (tests and benchmarks wait for this)."""
         return (not self.workers.busy() and not self.session.busy and not self.match_list.filling
                 and not self.before.building and not self.after.building and not self._after_pending
-                and not self._after_waits_for_paint)
+                and not self._after_waits_for_paint and self._results_pending is None)
 
     # ---- the session's changes become views -----------------------------------------------------
     def _on_session(self, what: str) -> None:
@@ -175,6 +178,7 @@ class MainWindow(QMainWindow):
                        if comparison else None)
         self.selection.set_provenance(None)
         self.selection.clear()
+        self._results_pending = None
         self.match_list.set_results([])
         self.chrome.match_filter.refresh()
         self.pass_panel.set_counts([])
@@ -187,24 +191,30 @@ class MainWindow(QMainWindow):
         if pipeline is None:
             return
         self.selection.set_provenance(pipeline.provenance)
-        self.match_list.set_results(pipeline.results)
-        self.chrome.match_filter.refresh()
         self.pass_panel.set_counts(pipeline.results)
         self.panes["before"].apply_diff(pipeline.provenance)
         matches = sum(len(r.matches) for r in pipeline.results)
         misses = sum(len(r.near_misses) for r in pipeline.results)
         self.statusBar().showMessage(f"fused: {len(pipeline.original)} -> {len(pipeline.fused)} nodes, "
                                      f"{matches} matches, {misses} near misses ({pipeline.seconds * 1000:.0f} ms)")
-        # The after pane's layout worker starts once the match list is filled, in the event-loop turn after
-        # the repaint of the new diff colours, counts and rows: beside the list's slices and that repaint
-        # it shared the interpreter lock, and every one of them waited for it (a stall).
+        # The after pane's layout worker starts in the event-loop turn after the repaint of the new diff colours
+        # and counts, and the match list fills once the after pane is drawn (or its layout ended otherwise):
+        # the list's slices beside the layout worker shared the interpreter lock, and every one of them waited
+        # for it (a stall); and the picture is what the user waits for (the 20k graph's list: 1.2 s of slices).
         self._after_pending = True
-        if not self.match_list.filling:
-            QTimer.singleShot(0, self, self._lay_out_after)
+        self._results_pending = pipeline.results
+        if self.match_list.filling:
+            self.match_list.set_results([])  # an older pipeline's rows are not filled on
+        QTimer.singleShot(0, self, self._lay_out_after)
 
-    def _on_list_filled(self) -> None:
-        if self._after_pending:
-            QTimer.singleShot(0, self, self._lay_out_after)
+    def _fill_match_list(self) -> None:
+        """The pipeline's matches and near misses into the list, once the after pane has its picture."""
+        results, self._results_pending = self._results_pending, None
+        if results is not None and not self._after_pending:
+            self.match_list.set_results(results)
+            self.chrome.match_filter.refresh()
+        elif results is not None:
+            self._results_pending = results  # the after pane's layout has not started yet
 
     def _lay_out_after(self) -> None:
         if self._after_pending:
