@@ -53,6 +53,20 @@ class GraphEditor:
         """The edit's nodes: the source's still in place, in its order, then the added ones."""
         return [name for name in self.source.nodes if name not in self._gone] + list(self._appended)
 
+    def edited(self) -> list[str]:
+        """The nodes this edit copied (to change them) or added, still in it."""
+        return list(self._changed)
+
+    def removed(self) -> set[str]:
+        """The source graph's nodes this edit removed (a name added again is in `edited` too)."""
+        return set(self._gone)
+
+    def in_edit_order(self, names: Iterable[str]) -> list[str]:
+        """Those of `names` in this edit, in the order of `names()`, in time linear in len(names)."""
+        wanted = {name for name in names if name in self}
+        appended = [name for name in self._appended if name in wanted] if not wanted.isdisjoint(self._appended) else []
+        return self.source.in_graph_order(wanted.difference(appended)) + appended
+
     def mutable(self, name: str) -> proto.NodeDef:
         """A private copy of the node that this editor may change.
 

@@ -137,6 +137,7 @@ class Graph:
                                                np.diff(np.frombuffer(starts, dtype=np.int32))).tobytes())
         self._shapes: dict[tuple[str, int], tuple[int | None, ...] | None] | None = None
         self._const_values: dict[str, np.ndarray] = {}
+        self._const_chains: dict[tuple[str, frozenset[str]], tuple[str, ...] | None] = {}
         if validate:
             self.validate(duplicates)
 
@@ -230,6 +231,34 @@ class Graph:
         """`names` in GraphDef order, in time linear in len(names) (not in the graph's size)."""
         return sorted(set(names), key=self._ids.__getitem__)
 
+    def with_op(self, ops: Collection[str]) -> list[str]:
+        """The nodes whose op is one of `ops`, in GraphDef order, read from the op codes: a pass looking for
+        its anchors decoded every node of a graph read from bytes to read its op."""
+        codes = {code for code, op in enumerate(self._op_names) if op in ops}
+        names = self._names
+        return [names[i] for i, code in enumerate(self._ops) if code in codes]
+
+    def node_id(self, name: str) -> int | None:
+        """A node's position in GraphDef order (its index in the graph's arrays); None for no node."""
+        return self._ids.get(name)
+
+    def node_names(self, ids: Iterable[int]) -> list[str]:
+        """The names of these node ids."""
+        names = self._names
+        return [names[i] for i in ids]
+
+    def data_read_counts(self, skipped_readers: Iterable[str] = ()) -> np.ndarray:
+        """Per node id (and each missing input's id after them), how many data inputs read it, of the nodes
+        not in `skipped_readers`; from the edge arrays, no node decoded."""
+        producers = np.frombuffer(self._in_node, dtype=np.int32)
+        data = np.frombuffer(self._in_port, dtype=np.int32) >= 0
+        skipped = [i for i in map(self._ids.get, skipped_readers) if i is not None]
+        if skipped:
+            kept = np.ones(len(self.nodes), dtype=bool)
+            kept[skipped] = False
+            data &= kept[np.frombuffer(self._in_reader, dtype=np.int32)]
+        return np.bincount(producers[data], minlength=len(self._names))
+
     def node(self, name: str) -> proto.NodeDef:
         try:
             return self.nodes[name]
@@ -267,6 +296,13 @@ class Graph:
         names, start, end = self._names, self._in_start[i], self._in_start[i + 1]
         return [TensorRef(names[producer], port)
                 for producer, port in zip(self._in_node[start:end], self._in_port[start:end]) if port >= 0]
+
+    def input_edges(self, name: str) -> list[tuple[str, bool]]:
+        """Every input as (producer, whether a control input), in slot order, from the edge arrays."""
+        i = self._ids[name]
+        names, start, end = self._names, self._in_start[i], self._in_start[i + 1]
+        return [(names[producer], port < 0)
+                for producer, port in zip(self._in_node[start:end], self._in_port[start:end])]
 
     def control_inputs(self, name: str) -> list[str]:
         i = self._ids[name]
@@ -322,16 +358,32 @@ class Graph:
         widen `through`, e.g. with Reshape, whose other inputs (shape, axis) must then be
         constants themselves. The chain is what a fold of the value touches.
         """
+        # Read from the edge arrays, no TensorRef made, and kept per graph (for a frozenset `through`, as the
+        # passes give): they ask this half a million times on 100k nodes, most for the same few nodes.
+        key = (name, through) if isinstance(through, frozenset) else None
+        if key is not None and key in self._const_chains:
+            known = self._const_chains[key]
+            return None if known is None else list(known)
+        chain = self._chain_to_const(name, through)
+        if key is not None:
+            self._const_chains[key] = None if chain is None else tuple(chain)
+        return chain
+
+    def _chain_to_const(self, name: str, through: Collection[str]) -> list[str] | None:
+        """const_chain, computed."""
         chain: list[str] = []
-        while name in self.nodes and name not in chain:
+        ids, names, ports, producers, starts = self._ids, self._names, self._in_port, self._in_node, self._in_start
+        while (i := ids.get(name)) is not None and name not in chain:
             chain.append(name)
-            op = self._op_names[self._ops[self._ids[name]]]
+            op = self._op_names[self._ops[i]]
             if op == "Const":
                 return chain
-            inputs = self.inputs(name)
-            if op not in through or not inputs or not all(self.is_const(ref.node) for ref in inputs[1:]):
+            if op not in through:
                 return None
-            name = inputs[0].node
+            data = [producers[edge] for edge in range(starts[i], starts[i + 1]) if ports[edge] >= 0]
+            if not data or not all(self.is_const(names[producer]) for producer in data[1:]):
+                return None
+            name = names[data[0]]
         return None
 
     def const_source(self, name: str, *, through: Collection[str] = FORWARDING_OPS) -> str | None:

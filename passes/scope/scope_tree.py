@@ -65,9 +65,9 @@ class ScopeTree:
     def __init__(self, graph: Graph):
         self.root = Scope("")
         self.scopes: dict[str, Scope] = {"": self.root}
-        for name, node in graph.nodes.items():
+        for name in graph.nodes:  # each op from the graph's op codes: no node decoded
             parts = name.split("/")
-            op = sys.intern(node.op)  # one string per op type as a census key, not one per scope and node
+            op = sys.intern(graph.op(name))  # one string per op type as a census key, not one per scope and node
             scope = self.root
             scope.census[op] += 1
             for depth in range(1, len(parts)):
