@@ -190,6 +190,7 @@ class GraphEditor:
         arena = len(table.containers) << 32
         ids: dict[str, int] = {}  # the new graph's, filled in its order (no second name-keyed dict)
         where = array("q")  # see NodeTable
+        unchanged = array("i")  # per node, its id in the source graph when this edit left it as it was, else -1
         visited: set[str] = set()  # a node added after a node added after it (a model output's Identity that
         # took the name of the node its new producer was placed after) must not send this round in a circle
 
@@ -201,6 +202,7 @@ class GraphEditor:
                 position = self._changed.get(name)
                 ids[name] = len(where)
                 where.append(table.where[table.ids[name]] if position is None else arena | position)
+                unchanged.append(table.ids[name] if position is None else -1)
             for added in self._added_after.get(name, ()):
                 emit(added)
 
@@ -229,4 +231,5 @@ class GraphEditor:
         for i, code in enumerate(where):
             where[i] = moved[code & ~0xFFFFFFFF] | (code & 0xFFFFFFFF)
         nodes = NodeTable(ids, [containers[i] for i in used], where)
-        return type(self.source)._assembled(nodes, library, self.source.versions, self.source.source, validate)
+        return type(self.source)._assembled(nodes, library, self.source.versions, self.source.source, validate,
+                                            origin=(self.source, unchanged))

@@ -76,18 +76,22 @@ class Graph:
 
     @classmethod
     def _assembled(cls, nodes: NodeTable, library: proto.FunctionDefLibrary, versions: Any, source: str,
-                   validate: bool) -> Graph:
-        """A graph of these nodes (an editor's), with no GraphDef until one is asked for."""
+                   validate: bool, origin: tuple[Graph, array] | None = None) -> Graph:
+        """A graph of these nodes (an editor's), with no GraphDef until one is asked for; `origin`: the graph
+        the edit started from and, per node, its id there when the edit left it unchanged (else -1)."""
         graph = cls.__new__(cls)
         graph._graph_def = None
-        graph._index(nodes, library, versions, source, validate)
+        graph._index(nodes, library, versions, source, validate, origin=origin)
         return graph
 
     def _index(self, nodes: NodeTable, library: proto.FunctionDefLibrary, versions: Any, source: str,
-               validate: bool, duplicates: Iterable[str] = ()) -> None:
+               validate: bool, duplicates: Iterable[str] = (), origin: tuple[Graph, array] | None = None) -> None:
         """The edge indexes as int32 arrays over node ids (a node's position in GraphDef order), not as
         Python objects per edge: a 20k-node graph's tuples of TensorRef and Consumer took ~5 MB, its
-        arrays take ~0.3. The small objects (`TensorRef`, `Consumer`) are made when asked for."""
+        arrays take ~0.3. The small objects (`TensorRef`, `Consumer`) are made when asked for.
+
+        A node an edit left unchanged (`origin`) has its op and inputs read from the source graph's arrays,
+        not decoded and parsed again (most of a pass's build on a big graph)."""
         self.library, self.versions, self.source = library, versions, source
         self.nodes: Mapping[str, proto.NodeDef] = nodes
         # Node ids: positions in GraphDef order; names an input reads that are no node (a graph read
@@ -103,7 +107,31 @@ class Graph:
         # of their node reads), and a node read from bytes is decoded at each read; 4 B a node.
         op_codes: dict[str, int] = {}
         self._ops = array("i")
-        for node in self.nodes.values():
+        source_graph, source_ids = origin if origin is not None else (None, array("i", [-1]) * len(nodes))
+        edited_record_shapes = True  # whether every node decoded here records its shapes (see records_shapes)
+        for i in range(len(nodes)):
+            s = source_ids[i]
+            if s >= 0:
+                op = source_graph._op_names[source_graph._ops[s]]
+                code = op_codes.get(op)
+                if code is None:
+                    code = op_codes[op] = len(op_codes)
+                self._ops.append(code)
+                source_names, source_producers = source_graph._names, source_graph._in_node
+                for edge in range(source_graph._in_start[s], source_graph._in_start[s + 1]):
+                    name = source_names[source_producers[edge]]
+                    producer = ids.get(name)
+                    if producer is None:
+                        producer = missing.get(name)
+                        if producer is None:
+                            producer = missing[name] = len(names)
+                            names.append(name)
+                    producers.append(producer)
+                    ports.append(source_graph._in_port[edge])
+                starts.append(len(producers))
+                continue
+            node = nodes[names[i]]
+            edited_record_shapes = edited_record_shapes and ("_output_shapes" in node.attr or node.op == "NoOp")
             code = op_codes.get(node.op)
             if code is None:
                 code = op_codes[node.op] = len(op_codes)
@@ -124,6 +152,9 @@ class Graph:
                 producers.append(producer)
             starts.append(len(producers))
         self._in_start, self._in_node, self._in_port = starts, producers, ports
+        if source_graph is not None and source_graph.__dict__.get("records_shapes"):
+            # Every node the edit left unchanged records its shapes: no node decoded again to ask.
+            self.records_shapes = edited_record_shapes
         self._op_names = list(op_codes)
         # Readers in CSR form: producer p's reading edges are _out_edge[_out_start[p] .. _out_start[p + 1] - 1],
         # its data edges first, each kind in reader order then slot order (the order the inputs are listed).
