@@ -168,7 +168,7 @@ class Graph:
                                                np.diff(np.frombuffer(starts, dtype=np.int32))).tobytes())
         self._shapes: dict[tuple[str, int], tuple[int | None, ...] | None] | None = None
         self._const_values: dict[str, np.ndarray] = {}
-        self._const_chains: dict[tuple[str, frozenset[str]], tuple[str, ...] | None] = {}
+        self._const_chains: dict[frozenset[str], dict[str, tuple[str, ...] | None]] = {}
         if validate:
             self.validate(duplicates)
 
@@ -391,13 +391,15 @@ class Graph:
         """
         # Read from the edge arrays, no TensorRef made, and kept per graph (for a frozenset `through`, as the
         # passes give): they ask this half a million times on 100k nodes, most for the same few nodes.
-        key = (name, through) if isinstance(through, frozenset) else None
-        if key is not None and key in self._const_chains:
-            known = self._const_chains[key]
+        # One dict per `through`, keyed by name: no key object per node, and a tuple of names is no object the
+        # collector keeps tracking.
+        kept = self._const_chains.setdefault(through, {}) if isinstance(through, frozenset) else None
+        if kept is not None and name in kept:
+            known = kept[name]
             return None if known is None else list(known)
         chain = self._chain_to_const(name, through)
-        if key is not None:
-            self._const_chains[key] = None if chain is None else tuple(chain)
+        if kept is not None:
+            kept[name] = None if chain is None else tuple(chain)
         return chain
 
     def _chain_to_const(self, name: str, through: Collection[str]) -> list[str] | None:
