@@ -53,6 +53,20 @@ class GraphEditor:
         """The edit's nodes: the source's still in place, in its order, then the added ones."""
         return [name for name in self.source.nodes if name not in self._gone] + list(self._appended)
 
+    def edited(self) -> list[str]:
+        """The nodes this edit copied (to change them) or added, still in it."""
+        return list(self._changed)
+
+    def removed(self) -> set[str]:
+        """The source graph's nodes this edit removed (a name added again is in `edited` too)."""
+        return set(self._gone)
+
+    def in_edit_order(self, names: Iterable[str]) -> list[str]:
+        """Those of `names` in this edit, in the order of `names()`, in time linear in len(names)."""
+        wanted = {name for name in names if name in self}
+        appended = [name for name in self._appended if name in wanted] if not wanted.isdisjoint(self._appended) else []
+        return self.source.in_graph_order(wanted.difference(appended)) + appended
+
     def mutable(self, name: str) -> proto.NodeDef:
         """A private copy of the node that this editor may change.
 
@@ -176,6 +190,7 @@ class GraphEditor:
         arena = len(table.containers) << 32
         ids: dict[str, int] = {}  # the new graph's, filled in its order (no second name-keyed dict)
         where = array("q")  # see NodeTable
+        unchanged = array("i")  # per node, its id in the source graph when this edit left it as it was, else -1
         visited: set[str] = set()  # a node added after a node added after it (a model output's Identity that
         # took the name of the node its new producer was placed after) must not send this round in a circle
 
@@ -187,6 +202,7 @@ class GraphEditor:
                 position = self._changed.get(name)
                 ids[name] = len(where)
                 where.append(table.where[table.ids[name]] if position is None else arena | position)
+                unchanged.append(table.ids[name] if position is None else -1)
             for added in self._added_after.get(name, ()):
                 emit(added)
 
@@ -215,4 +231,5 @@ class GraphEditor:
         for i, code in enumerate(where):
             where[i] = moved[code & ~0xFFFFFFFF] | (code & 0xFFFFFFFF)
         nodes = NodeTable(ids, [containers[i] for i in used], where)
-        return type(self.source)._assembled(nodes, library, self.source.versions, self.source.source, validate)
+        return type(self.source)._assembled(nodes, library, self.source.versions, self.source.source, validate,
+                                            origin=(self.source, unchanged))

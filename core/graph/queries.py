@@ -76,18 +76,22 @@ class Graph:
 
     @classmethod
     def _assembled(cls, nodes: NodeTable, library: proto.FunctionDefLibrary, versions: Any, source: str,
-                   validate: bool) -> Graph:
-        """A graph of these nodes (an editor's), with no GraphDef until one is asked for."""
+                   validate: bool, origin: tuple[Graph, array] | None = None) -> Graph:
+        """A graph of these nodes (an editor's), with no GraphDef until one is asked for; `origin`: the graph
+        the edit started from and, per node, its id there when the edit left it unchanged (else -1)."""
         graph = cls.__new__(cls)
         graph._graph_def = None
-        graph._index(nodes, library, versions, source, validate)
+        graph._index(nodes, library, versions, source, validate, origin=origin)
         return graph
 
     def _index(self, nodes: NodeTable, library: proto.FunctionDefLibrary, versions: Any, source: str,
-               validate: bool, duplicates: Iterable[str] = ()) -> None:
+               validate: bool, duplicates: Iterable[str] = (), origin: tuple[Graph, array] | None = None) -> None:
         """The edge indexes as int32 arrays over node ids (a node's position in GraphDef order), not as
         Python objects per edge: a 20k-node graph's tuples of TensorRef and Consumer took ~5 MB, its
-        arrays take ~0.3. The small objects (`TensorRef`, `Consumer`) are made when asked for."""
+        arrays take ~0.3. The small objects (`TensorRef`, `Consumer`) are made when asked for.
+
+        A node an edit left unchanged (`origin`) has its op and inputs read from the source graph's arrays,
+        not decoded and parsed again (most of a pass's build on a big graph)."""
         self.library, self.versions, self.source = library, versions, source
         self.nodes: Mapping[str, proto.NodeDef] = nodes
         # Node ids: positions in GraphDef order; names an input reads that are no node (a graph read
@@ -103,7 +107,31 @@ class Graph:
         # of their node reads), and a node read from bytes is decoded at each read; 4 B a node.
         op_codes: dict[str, int] = {}
         self._ops = array("i")
-        for node in self.nodes.values():
+        source_graph, source_ids = origin if origin is not None else (None, array("i", [-1]) * len(nodes))
+        edited_record_shapes = True  # whether every node decoded here records its shapes (see records_shapes)
+        for i in range(len(nodes)):
+            s = source_ids[i]
+            if s >= 0:
+                op = source_graph._op_names[source_graph._ops[s]]
+                code = op_codes.get(op)
+                if code is None:
+                    code = op_codes[op] = len(op_codes)
+                self._ops.append(code)
+                source_names, source_producers = source_graph._names, source_graph._in_node
+                for edge in range(source_graph._in_start[s], source_graph._in_start[s + 1]):
+                    name = source_names[source_producers[edge]]
+                    producer = ids.get(name)
+                    if producer is None:
+                        producer = missing.get(name)
+                        if producer is None:
+                            producer = missing[name] = len(names)
+                            names.append(name)
+                    producers.append(producer)
+                    ports.append(source_graph._in_port[edge])
+                starts.append(len(producers))
+                continue
+            node = nodes[names[i]]
+            edited_record_shapes = edited_record_shapes and ("_output_shapes" in node.attr or node.op == "NoOp")
             code = op_codes.get(node.op)
             if code is None:
                 code = op_codes[node.op] = len(op_codes)
@@ -124,6 +152,9 @@ class Graph:
                 producers.append(producer)
             starts.append(len(producers))
         self._in_start, self._in_node, self._in_port = starts, producers, ports
+        if source_graph is not None and source_graph.__dict__.get("records_shapes"):
+            # Every node the edit left unchanged records its shapes: no node decoded again to ask.
+            self.records_shapes = edited_record_shapes
         self._op_names = list(op_codes)
         # Readers in CSR form: producer p's reading edges are _out_edge[_out_start[p] .. _out_start[p + 1] - 1],
         # its data edges first, each kind in reader order then slot order (the order the inputs are listed).
@@ -137,6 +168,7 @@ class Graph:
                                                np.diff(np.frombuffer(starts, dtype=np.int32))).tobytes())
         self._shapes: dict[tuple[str, int], tuple[int | None, ...] | None] | None = None
         self._const_values: dict[str, np.ndarray] = {}
+        self._const_chains: dict[frozenset[str], dict[str, tuple[str, ...] | None]] = {}
         if validate:
             self.validate(duplicates)
 
@@ -230,6 +262,34 @@ class Graph:
         """`names` in GraphDef order, in time linear in len(names) (not in the graph's size)."""
         return sorted(set(names), key=self._ids.__getitem__)
 
+    def with_op(self, ops: Collection[str]) -> list[str]:
+        """The nodes whose op is one of `ops`, in GraphDef order, read from the op codes: a pass looking for
+        its anchors decoded every node of a graph read from bytes to read its op."""
+        codes = {code for code, op in enumerate(self._op_names) if op in ops}
+        names = self._names
+        return [names[i] for i, code in enumerate(self._ops) if code in codes]
+
+    def node_id(self, name: str) -> int | None:
+        """A node's position in GraphDef order (its index in the graph's arrays); None for no node."""
+        return self._ids.get(name)
+
+    def node_names(self, ids: Iterable[int]) -> list[str]:
+        """The names of these node ids."""
+        names = self._names
+        return [names[i] for i in ids]
+
+    def data_read_counts(self, skipped_readers: Iterable[str] = ()) -> np.ndarray:
+        """Per node id (and each missing input's id after them), how many data inputs read it, of the nodes
+        not in `skipped_readers`; from the edge arrays, no node decoded."""
+        producers = np.frombuffer(self._in_node, dtype=np.int32)
+        data = np.frombuffer(self._in_port, dtype=np.int32) >= 0
+        skipped = [i for i in map(self._ids.get, skipped_readers) if i is not None]
+        if skipped:
+            kept = np.ones(len(self.nodes), dtype=bool)
+            kept[skipped] = False
+            data &= kept[np.frombuffer(self._in_reader, dtype=np.int32)]
+        return np.bincount(producers[data], minlength=len(self._names))
+
     def node(self, name: str) -> proto.NodeDef:
         try:
             return self.nodes[name]
@@ -267,6 +327,13 @@ class Graph:
         names, start, end = self._names, self._in_start[i], self._in_start[i + 1]
         return [TensorRef(names[producer], port)
                 for producer, port in zip(self._in_node[start:end], self._in_port[start:end]) if port >= 0]
+
+    def input_edges(self, name: str) -> list[tuple[str, bool]]:
+        """Every input as (producer, whether a control input), in slot order, from the edge arrays."""
+        i = self._ids[name]
+        names, start, end = self._names, self._in_start[i], self._in_start[i + 1]
+        return [(names[producer], port < 0)
+                for producer, port in zip(self._in_node[start:end], self._in_port[start:end])]
 
     def control_inputs(self, name: str) -> list[str]:
         i = self._ids[name]
@@ -322,16 +389,34 @@ class Graph:
         widen `through`, e.g. with Reshape, whose other inputs (shape, axis) must then be
         constants themselves. The chain is what a fold of the value touches.
         """
+        # Read from the edge arrays, no TensorRef made, and kept per graph (for a frozenset `through`, as the
+        # passes give): they ask this half a million times on 100k nodes, most for the same few nodes.
+        # One dict per `through`, keyed by name: no key object per node, and a tuple of names is no object the
+        # collector keeps tracking.
+        kept = self._const_chains.setdefault(through, {}) if isinstance(through, frozenset) else None
+        if kept is not None and name in kept:
+            known = kept[name]
+            return None if known is None else list(known)
+        chain = self._chain_to_const(name, through)
+        if kept is not None:
+            kept[name] = None if chain is None else tuple(chain)
+        return chain
+
+    def _chain_to_const(self, name: str, through: Collection[str]) -> list[str] | None:
+        """const_chain, computed."""
         chain: list[str] = []
-        while name in self.nodes and name not in chain:
+        ids, names, ports, producers, starts = self._ids, self._names, self._in_port, self._in_node, self._in_start
+        while (i := ids.get(name)) is not None and name not in chain:
             chain.append(name)
-            op = self._op_names[self._ops[self._ids[name]]]
+            op = self._op_names[self._ops[i]]
             if op == "Const":
                 return chain
-            inputs = self.inputs(name)
-            if op not in through or not inputs or not all(self.is_const(ref.node) for ref in inputs[1:]):
+            if op not in through:
                 return None
-            name = inputs[0].node
+            data = [producers[edge] for edge in range(starts[i], starts[i + 1]) if ports[edge] >= 0]
+            if not data or not all(self.is_const(names[producer]) for producer in data[1:]):
+                return None
+            name = names[data[0]]
         return None
 
     def const_source(self, name: str, *, through: Collection[str] = FORWARDING_OPS) -> str | None:

@@ -57,9 +57,10 @@ def infer_static_shapes(graph: Graph) -> dict[tuple[str, int], Shape]:
     """(node, port) -> shape for every output the table can tell, recorded `_output_shapes` first."""
     known = Known(graph)
     for name in graph.topological_order():
-        node = graph.node(name)
-        recorded = graph.recorded_shapes(name)
-        if recorded is None:
+        node = graph.node(name)  # decoded once here (Graph.recorded_shapes would decode it again)
+        if "_output_shapes" in node.attr:
+            recorded = [proto.shape_tuple(shape) for shape in node.attr["_output_shapes"].list.shape]
+        else:
             inputs = [known.shapes.get((ref.node, ref.port)) for ref in graph.inputs(name)]
             function = _FUNCTIONS.get(node.op)
             recorded = function(known, node, inputs) if function is not None else []

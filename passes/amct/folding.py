@@ -413,10 +413,7 @@ class BatchnormFoldPass(AmctPass):
     op_type: ClassVar[str]
 
     def candidates(self, graph: Graph) -> Iterable[Match | NearMiss]:
-        for node in graph:
-            if node.op not in BN_TYPES.split("|"):
-                continue
-            bn = node.name
+        for bn in graph.with_op(BN_TYPES.split("|")):
             chain, _ = find_chain(graph, graph.input_node(bn, 0), (self.op_type,))
             if chain is None:
                 continue  # not this pass's structure: another pass (or none) owns this BN

@@ -67,10 +67,10 @@ class GroupConvBatchnormFusionPass(AmctPass):
 
     def candidates(self, graph: Graph) -> Iterable[Match | NearMiss]:
         bn_types = BN_TYPES.split("|")
-        for node in graph:
-            if node.op not in bn_types or graph.op(graph.input_node(node.name, 0)) not in CONCAT_TYPES:
+        for bn in graph.with_op(bn_types):
+            if graph.op(graph.input_node(bn, 0)) not in CONCAT_TYPES:
                 continue
-            bn, concat = node.name, graph.input_node(node.name, 0)
+            concat = graph.input_node(bn, 0)
             values, axis_node, first_slot = _values_and_axis(graph, concat)
             found = [find_chain(graph, v.node, ("Conv2D",)) for v in values]
             if not any(chain for chain, _ in found):

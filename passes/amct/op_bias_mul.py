@@ -48,14 +48,11 @@ class OpBiasAddMulFusionPass(AmctPass):
              "BiasAdd in between", sources=(AMCT_DOC, FE_CONV_MUL, FE_CLOSABLE))
 
     def candidates(self, graph: Graph) -> Iterable[Match | NearMiss]:
-        for node in graph:
-            if node.op != "Mul":
-                continue
-            found = self._chain_and_factor(graph, node.name)
+        for mul in graph.with_op(("Mul",)):
+            found = self._chain_and_factor(graph, mul)
             if found is None:
                 continue
             chain, factor = found
-            mul = node.name
             nodes = (*chain.nodes, mul)
             value = constant_value(graph, factor)
             reason = non_constant(graph, chain.weight_roles(), chain.nodes)

@@ -99,10 +99,8 @@ class SmallOpBatchnormFusionPass(AmctPass):
         sources=(AMCT_DOC, FE_CONV3D_BN))
 
     def candidates(self, graph: Graph) -> Iterable[Match | NearMiss]:
-        for node in graph:
-            if node.op not in ("Add", "AddV2"):
-                continue
-            variant, result = self._best_variant(graph, node.name)
+        for add in graph.with_op(("Add", "AddV2")):
+            variant, result = self._best_variant(graph, add)
             if result is None:
                 continue  # nothing BatchNorm-like ends here
             nodes = tuple(result.bindings[r] for r in OP_ROLES if r in result.bindings)
@@ -111,12 +109,12 @@ class SmallOpBatchnormFusionPass(AmctPass):
             reason = self._computed_statistics(graph, result.bindings) or result.refusal \
                 or self._refusal(graph, result.bindings)
             if reason:
-                yield NearMiss(self.id, node.name, nodes, reason, bindings=dict(result.bindings))
+                yield NearMiss(self.id, add, nodes, reason, bindings=dict(result.bindings))
                 continue
             b = result.bindings
             x = graph.inputs(b["mul_x"])[0]
             params = {role: b.get(role, f"({'ones' if role == 'gamma' else 'zeros'})") for role in PARAMS}
-            yield Match(self.id, node.name, nodes, (node.name,),
+            yield Match(self.id, add, nodes, (add,),
                         f"{b['rsqrt'].rsplit('/', 1)[0]} ({variant}) -> FusedBatchNormV3",
                         bindings=b, details={"variant": variant, "input": str(x),
                                              "epsilon": float(constant_value(graph, b["epsilon"]).reshape(())),

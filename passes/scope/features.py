@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from fuselens.core.graph import Graph
@@ -141,8 +142,9 @@ class ScopePattern:
     sub_type: str
     features: tuple[Feature, ...]
 
-    @property
+    @cached_property
     def suffix(self) -> str:
+        """Kept once read: a big graph's scopes ask it of every pattern (75k times on 20k nodes)."""
         return next((f.suffix for f in self.features if isinstance(f, ScopeFeature) and f.suffix), "")
 
     def names_scope(self, scope: Scope) -> bool:

@@ -65,13 +65,14 @@ class ScopeTree:
     def __init__(self, graph: Graph):
         self.root = Scope("")
         self.scopes: dict[str, Scope] = {"": self.root}
-        for name, node in graph.nodes.items():
-            parts = name.split("/")
-            op = sys.intern(node.op)  # one string per op type as a census key, not one per scope and node
+        for name in graph.nodes:  # each op from the graph's op codes: no node decoded
+            op = sys.intern(graph.op(name))  # one string per op type as a census key, not one per scope and node
             scope = self.root
             scope.census[op] += 1
-            for depth in range(1, len(parts)):
-                path = "/".join(parts[:depth])
+            end = name.find("/")
+            while end >= 0:  # each enclosing scope's path: the name up to each "/"
+                path = name[:end]
+                end = name.find("/", end + 1)
                 child = self.scopes.get(path)
                 if child is None:
                     child = self.scopes[path] = Scope(path, weakref.ref(scope))

@@ -1,0 +1,65 @@
+"""A graph an edit built reads the ops and inputs of the nodes the edit left unchanged from its source graph's
+arrays: its indexes must be those of the same nodes indexed afresh, whatever the edit did around them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fuselens.core.graph import Graph, proto
+from fuselens.core.graph.nodes import make_const, make_node
+
+
+def _indexes(graph: Graph) -> tuple:
+    return (graph._names, dict(graph._missing), [graph._op_names[c] for c in graph._ops], list(graph._in_start),
+            list(graph._in_node), list(graph._in_port), list(graph._out_start), list(graph._out_edge),
+            list(graph._in_reader))
+
+
+def _source() -> Graph:
+    return Graph.from_nodes([
+        make_node("Placeholder", "x", attrs={"dtype": proto.AttrValue(type=proto.DT_FLOAT)}),
+        make_const("w", np.ones(3, np.float32)),
+        make_node("Identity", "w/read", ["w"]),
+        make_node("Split", "split", ["w", "x"], {"num_split": 2}),
+        make_node("Mul", "a", ["x:0", "w/read", "^w"]),
+        make_node("AddV2", "b", ["a", "split:1"]),
+        make_node("Relu", "c", ["b", "^a"]),
+        make_node("Identity", "out", ["c", "ghost:2"]),  # an input that names no node
+    ], source="toy", validate=False)
+
+
+def test_an_edit_that_changes_adds_and_removes_nodes_indexes_as_afresh():
+    source = _source()
+    editor = source.editor()
+    editor.add(make_node("Abs", "abs", ["a"]), after="a")
+    editor.set_input("b", 0, "abs")
+    editor.remove("split")  # b still reads split:1: a missing producer of the built graph
+    editor.add(make_node("Neg", "neg", ["c", "^abs"]))
+    built = editor.build(validate=False)
+    afresh = Graph.from_bytes(built.to_bytes(), validate=False)
+    assert _indexes(built) == _indexes(afresh)
+    assert built.inputs("b")[1].node == "split" and "split" in built._missing
+
+
+def test_an_edit_that_changes_nothing_indexes_as_its_source():
+    source = _source()
+    built = source.editor().build(validate=False)
+    assert _indexes(built) == _indexes(source)
+
+
+def test_whether_a_built_graph_records_every_shape_is_that_of_its_nodes():
+    nodes = [make_node("Placeholder", "x", attrs={"dtype": proto.AttrValue(type=proto.DT_FLOAT)}),
+             make_node("Relu", "r", ["x"]), make_node("NoOp", "done", ["^r"])]
+    for node in nodes[:2]:
+        node.attr["_output_shapes"].list.shape.add().dim.add(size=3)
+    source = Graph.from_nodes(nodes)
+    assert source.records_shapes
+    for shapes, expected in (([(3,)], True), (None, False)):
+        editor = source.editor()
+        editor.add(make_node("Abs", "abs", ["r"]), shapes=shapes)
+        built = editor.build()
+        assert built.records_shapes is expected
+        assert Graph.from_bytes(built.to_bytes()).records_shapes is expected
+    editor = built.editor()  # a source that does not record every shape: asked afresh
+    editor.remove("abs")
+    assert editor.build().records_shapes is True
