@@ -6,6 +6,11 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# oneDNN on, as TensorFlow has it by default on an x86 CPU with AVX-512 (VNNI, BF16) or AMX; on one without
+# (this project's AMD EPYC machine) it is off unless asked for. The tests of the runner's oneDNN path (its
+# LayerNorms, its fused convolutions' kernels) hold on every x86 machine so; the path without oneDNN is
+# tested where a test sets TF_ENABLE_ONEDNN_OPTS=0 for its runner (tests/zoo/test_zoo.py).
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 import pytest
 

@@ -128,3 +128,16 @@ def test_the_tf_keras_bert_runs_on_cpu_as_its_own_math(capsys) -> None:
     contraction_tails, fused_norms = fused["execution_notes"]
     assert fused_norms == norms
     assert contraction_tails.startswith("8 AutoFuse kernels ran as their 20 original ops on CPU")
+
+
+@pytest.mark.slow
+def test_without_onednn_the_tf_keras_bert_runs_as_tensorflow_runs_it(capsys, monkeypatch) -> None:
+    """TensorFlow's default on an x86 CPU without AVX-512 or AMX: no _MklLayerNorm to build, the LayerNorm tails
+    run as their original ops, and the two graphs still agree."""
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")  # the runner's child inherits it
+    assert cli_main(["run", str(zoo_model(BERT_NAME)), "--steps", "2", "--warmup", "1", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["allclose"] is True and result["graphs"]["original"]["execution_notes"] == []
+    fused = result["graphs"]["fused"]
+    assert sum(how == LAYER_NORM for how in fused["execution"].values()) == 5
+    assert not any("_MklLayerNorm" in note for note in fused["execution_notes"])
