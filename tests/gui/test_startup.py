@@ -91,3 +91,19 @@ def test_with_no_model_opening_they_start_after_a_second_of_idle(qtbot, tmp_path
     qtbot.waitUntil(lambda: probe.starts == 1, timeout=10_000)
     assert helper.pid is not None
     close_window(window)
+
+
+def test_a_window_that_never_goes_idle_starts_them_at_the_latest_delay(qtbot, tmp_path, layout_cache, dialogs,
+                                                                       background, monkeypatch):
+    """A model that never finishes opening (a huge graph, a layout that fails to paint) must not keep the backend
+    list empty and the helper cold for ever."""
+    from tests.gui.helpers import close_window, make_window
+
+    main_window, helper, probe = background
+    main_window.BACKGROUND_LATEST_S = 0.5
+    monkeypatch.setattr(main_window.MainWindow, "is_idle", lambda _self: False)
+    window = make_window(qtbot, tmp_path, layout_cache, tensorflow=helper)
+    assert helper.pid is None and probe.starts == 0
+    qtbot.waitUntil(lambda: probe.starts == 1, timeout=10_000)
+    assert helper.pid is not None
+    close_window(window)
