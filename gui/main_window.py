@@ -209,12 +209,11 @@ class MainWindow(QMainWindow):
 
     def _fill_match_list(self) -> None:
         """The pipeline's matches and near misses into the list, once the after pane has its picture."""
+        if self._results_pending is None or self._after_pending:  # nothing to fill, or its layout yet to start
+            return
         results, self._results_pending = self._results_pending, None
-        if results is not None and not self._after_pending:
-            self.match_list.set_results(results)
-            self.chrome.match_filter.refresh()
-        elif results is not None:
-            self._results_pending = results  # the after pane's layout has not started yet
+        self.match_list.set_results(results)
+        self.chrome.match_filter.refresh()
 
     def _lay_out_after(self) -> None:
         if self._after_pending:

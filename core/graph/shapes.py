@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fuselens.core.graph import proto
+from fuselens.core.graph import opdefs, proto
 
 if TYPE_CHECKING:
     from fuselens.core.graph.queries import Graph
@@ -50,7 +50,8 @@ def tensorflow_adds_nothing(graph: Graph, shapes: dict[tuple[str, int], Shape]) 
     """Whether TensorFlow's shape inference could add nothing to `shapes`: every output of every node is in it,
     but those TensorFlow leaves unknown as well (where the table answers, it answers as TensorFlow does)."""
     return all((node.name, port) in shapes or (node.op, port) in UNKNOWN_TO_TENSORFLOW
-               for node in graph for port in range(len(graph.node_outputs(node.name))))
+               for node in graph  # each node decoded once (Graph.node_outputs would decode it again)
+               for port in range(len(opdefs.op_info(node.op, graph.functions).node_outputs(node))))
 
 
 def infer_static_shapes(graph: Graph) -> dict[tuple[str, int], Shape]:
