@@ -1,10 +1,11 @@
 """The window's TensorFlow work in one long-lived helper process, never in the window's own.
 
-Shape inference of a graph without `_output_shapes`, SavedModel / Keras loading, the NPU bundle and
-the first build of a cached Keras sample import TensorFlow, and so may fusion (an op missing from
-resources/op_outputs.json, a graph whose shapes must be inferred); a TensorFlow abort or segfault
-there would close the window with the user's work. Here they run in
-`python -m fuselens.session.tensorflow_helper FD`, started in the background when the window opens. A fusion
+Shape inference of a graph whose shapes protobuf cannot derive (Graph.adopt_static_shapes), SavedModel /
+Keras loading, the NPU bundle and the first build of a cached Keras sample import TensorFlow, and so may
+fusion (an op missing from resources/op_outputs.json); a TensorFlow abort or segfault there would close
+the window with the user's work. Here they run in `python -m fuselens.session.tensorflow_helper FD`,
+started in the background once the window's first model is on screen (gui.main_window), or by the first
+request that needs it. A fusion
 that cannot import TensorFlow (`fusion_needs_tensorflow`: the table describes its ops) runs in the window's
 own worker instead, as reading a .pb does: protobuf answers
 all it asks, and the helper would only add the graph's and the pipeline's pickling and its own
@@ -201,12 +202,12 @@ class TensorFlowHelper:
 
     # ---- the window's TensorFlow work ----------------------------------------------------------
     def fuse(self, job: FusionJob, progress: Progress, cancelled: IsCancelled) -> PipelineResult:
-        """The job's fusion: right here when it needs no TensorFlow (the graph records its shapes and every op is
-        in the table: a sample, a frozen Keras model), else in the helper, with the passes registered here (a
-        plugin's or a test's too) known there. Here, it is not queued behind the helper's TensorFlow import,
-        and neither the graph nor the pipeline is pickled across. With the user's pass files, their passes run
-        too (in the helper, as `run_pass_files`): a bisect or a layerwise compare re-fuses what the window shows,
-        not the built-in passes alone."""
+        """The job's fusion: right here when it needs no TensorFlow (every op is in the table or the graph's
+        library: a sample, a frozen Keras model, a bare .pb of either), else in the helper, with the passes
+        registered here (a plugin's or a test's too) known there. Here, it is not queued behind the helper's
+        TensorFlow import, and neither the graph nor the pipeline is pickled across. With the user's pass files,
+        their passes run too (in the helper, as `run_pass_files`): a bisect or a layerwise compare re-fuses
+        what the window shows, not the built-in passes alone."""
         if job.pass_files:
             run = self.run_pass_files(job, progress, cancelled)
             if run.pipeline is None:
