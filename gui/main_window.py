@@ -37,11 +37,14 @@ from fuselens.gui.run_panel import BACKEND_PROBE, install_run_panel
 from fuselens.gui.search import SearchHits
 from fuselens.gui.selection import Selection, SelectionModel
 from fuselens.gui.stages_panel import install_stages_panel
-from fuselens.gui.workers import WorkerPool
+from fuselens.gui.workers import WorkerPool, run_in_slices
 from fuselens.passes.base import Match, NearMiss
 from fuselens.passes.config import PassConfig
+from fuselens.passes.pipeline import PipelineResult
 from fuselens.session import SIDES, Session, Stage
 from fuselens.session.tensorflow_helper import TensorFlowHelper, shared_helper
+
+EXPLAIN_SLICE_S = 0.015  # the matches' explanations (MainWindow._explain), this long a slice
 
 # The TensorFlow helper and the backend probe (each a child that imports TensorFlow: ~3 s of a core) start
 # once the first model's after pane is painted, so they do not share the 2 cores with its load, fusion and
@@ -76,6 +79,7 @@ class MainWindow(QMainWindow):
         self._following: dict[str, frozenset[str]] = {}
         self._after_pending = False  # the fused graph's layout is about to start (_show_pipeline)
         self._results_pending: list | None = None  # the match list's, once the after pane is drawn
+        self._explaining: PipelineResult | None = None  # whose matches are being explained (_explain)
         self._after_waits_for_paint = False  # the after pane follows new scopes after the before pane's paint
         self._open_after_paint: str | None = None  # a model to open once the window is painted
 
@@ -135,7 +139,7 @@ class MainWindow(QMainWindow):
         """No work running or about to start (tests and benchmarks wait for this)."""
         return (not self.workers.busy() and not self.session.busy and not self.match_list.filling
                 and not self.before.building and not self.after.building and not self._after_pending
-                and not self._after_waits_for_paint and self._results_pending is None)
+                and not self._after_waits_for_paint and self._results_pending is None and self._explaining is None)
 
     # ---- the session's changes become views -----------------------------------------------------
     def _on_session(self, what: str) -> None:
@@ -214,6 +218,23 @@ class MainWindow(QMainWindow):
         results, self._results_pending = self._results_pending, None
         self.match_list.set_results(results)
         self.chrome.match_filter.refresh()
+        self._explain(self.session.pipeline)
+
+    def _explain(self, pipeline: PipelineResult | None) -> None:
+        """The matches' explanations, which the fusion left for after the picture (15-20 % of it), in slices here:
+        a worker beside the panes made every paint wait for the interpreter lock (the 20k graph's after pane
+        painted 0.6 s late). Then the properties and the presentation show the current match's."""
+        if pipeline is None or pipeline.explained:
+            return
+        self._explaining = pipeline
+
+        def explained() -> None:
+            self._explaining = None
+            self._show_properties(self.selection.current)
+            self.presentation.refresh()
+
+        run_in_slices(self, pipeline.explanation_steps(), seconds=EXPLAIN_SLICE_S, at_least=1,
+                      current=lambda: self._explaining is pipeline, done=explained)
 
     def _lay_out_after(self) -> None:
         if self._after_pending:
@@ -405,13 +426,16 @@ class MainWindow(QMainWindow):
                 self.open_scopes(hidden)
         self.before.set_selected(selection.before, centre=centre_all or selection.origin == "after")
         self.after.set_selected(selection.after, centre=centre_all or selection.origin == "before")
-        pipeline = self.session.pipeline
-        self.properties.show_selection(selection, self.session.graph("before"), self.session.graph("after"),
-                                       pipeline.provenance if pipeline else None)
+        self._show_properties(selection)
         if isinstance(selection.item, NearMiss):
             self.why_not.show(selection.item, self._in_original)
         else:
             self.why_not.clear()
+
+    def _show_properties(self, selection: Selection) -> None:
+        pipeline = self.session.pipeline
+        self.properties.show_selection(selection, self.session.graph("before"), self.session.graph("after"),
+                                       pipeline.provenance if pipeline else None)
 
     def _in_original(self, names: Iterable[str]) -> set[str]:
         """Names a pass saw, in the original graph: a node an earlier pass created stands for its origins."""

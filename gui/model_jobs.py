@@ -59,7 +59,8 @@ class ModelJobs:
             return
 
         def fuse(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> PipelineResult:
-            pipeline = self.tensorflow.fuse(job, progress, cancelled)
+            # Its matches are explained once the fused graph is drawn (MainWindow._explain): 15-20 % of a fusion.
+            pipeline = self.tensorflow.fuse(job, progress, cancelled, explain="later")
             # Here rather than on the GUI thread: the provenance (37 ms on the 20k graph), the shapes (a pass
             # over every node).
             adopt_static_shapes(pipeline)

@@ -291,6 +291,11 @@ class Presentation(QObject):
             self._show_explanation(self._landing)
             self._landing = None
 
+    def refresh(self) -> None:
+        """The current record's explanation again (the window explains its matches after drawing them)."""
+        if self.active and self._landing is None:
+            self.panel.setHtml(explanation_page(self.match_list.current_record()))
+
     def _show_explanation(self, record: Match | NearMiss | None) -> None:
         self.panel.setHtml(explanation_page(record))
         if record is not None:

@@ -21,7 +21,7 @@ bytes, intermediates). Per family:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from fuselens.core.graph import FORWARDING_OPS, Graph, TensorRef, proto
@@ -118,6 +118,12 @@ def sum_known(values: Iterable[int | None]) -> int | None:
 def attach_explanations(before: Graph, after: Graph, result: PassResult, pass_cls: type[FusionPass]) -> None:
     """Set `match.explanation` on every match of the result, as the pass explains it; one that cannot
     be explained says why (an explanation never fails the fusion)."""
+    for _ in explain_each(before, after, result, pass_cls):
+        pass
+
+
+def explain_each(before: Graph, after: Graph, result: PassResult, pass_cls: type[FusionPass]) -> Iterator[None]:
+    """`attach_explanations` a match a step (the window explains its matches in slices of its own thread)."""
     rewrites = {r.match_index: r for r in reversed(result.rewrites)}  # the first per match, in one pass
     explain = pass_cls.explainer(before, after)
     for match in result.matches:
@@ -126,3 +132,4 @@ def attach_explanations(before: Graph, after: Graph, result: PassResult, pass_cl
         except Exception as e:  # an odd graph must not stop the pipeline
             match.explanation = {"family": getattr(pass_cls, "family", ""), "kind": "unavailable",
                                  "title": match.summary, "error": f"no explanation: {describe_error(e)}"}
+        yield

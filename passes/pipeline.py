@@ -3,9 +3,11 @@ each pass did (`PipelineResult`)."""
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from fuselens.core.errors import Cancelled
 from fuselens.core.graph import Graph
@@ -42,6 +44,10 @@ class _ComposedProvenance:
         pipeline.__dict__[self.slot] = provenance
 
 
+_DONE = object()
+_EXPLAINING = threading.Lock()  # the window's slices and an export's worker explaining at once
+
+
 @dataclass
 class PipelineResult:
     original: Graph
@@ -50,6 +56,34 @@ class PipelineResult:
     results: list[PassResult] = field(default_factory=list)
     provenance: Provenance | None = _ComposedProvenance()  # type: ignore[assignment]  # composed when first read
     seconds: float = 0.0
+    # with explain="later": per pass run, its matches' explanations still to make (passes/explain.explain_each,
+    # holding the graph the pass saw and the one it produced until then)
+    unexplained: list[Iterator[None]] = field(default_factory=list, repr=False)
+
+    @property
+    def explained(self) -> bool:
+        return not self.unexplained
+
+    def explanation_steps(self) -> Iterator[None]:
+        """A match explained a step, for a pipeline run with `explain="later"` (none otherwise): the window runs
+        them in slices once the fused graph is drawn. Safe beside `explain_matches` in another thread."""
+        while True:
+            with _EXPLAINING:
+                if not self.unexplained:
+                    return
+                if next(self.unexplained[0], _DONE) is _DONE:
+                    del self.unexplained[0]
+                    continue
+            yield
+
+    def explain_matches(self) -> None:
+        """Every match's explanation now (an export, a pickle); nothing to do when they are made already."""
+        for _ in self.explanation_steps():
+            pass
+
+    def __getstate__(self) -> dict[str, Any]:
+        self.explain_matches()  # a pickled pipeline carries its explanations, not the graphs they were made from
+        return dict(self.__dict__)
 
     def result(self, pass_id: str) -> PassResult | None:
         return next((r for r in self.results if r.pass_id == pass_id), None)
@@ -67,7 +101,7 @@ def run_pipeline(
     progress: Callable[[str, int, int], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
     families: Iterable[str] = FAMILIES,
-    explain: bool = True,
+    explain: bool | Literal["later"] = True,
     details: bool = True,
 ) -> PipelineResult:
     """Apply a configuration's passes in toolchain order; the input graph is not modified.
@@ -76,7 +110,9 @@ def run_pipeline(
     None for the defaults. `progress(pass_id, i, n)` is called before each pass; `cancelled()` is
     checked between passes. `families` keeps only those passes (the NPU bundle's fused graph is the
     AMCT passes' alone: the toolchain does scope fusion and AutoFuse itself). `explain` sets each
-    match's explanation (passes/explain.py) while the graph each pass saw is still at hand.
+    match's explanation (passes/explain.py) while the graph each pass saw is still at hand; "later" keeps
+    those graphs instead, for `PipelineResult.explain_matches()` (the window draws the fused graph first:
+    explanations are 15-20 % of a fusion).
     `details=False` keeps of each pass's result only what is counted and printed (PassResult.drop_details),
     dropped as soon as the pass has run: for a caller that prints a summary (`fuse` without a report).
     """
@@ -98,7 +134,9 @@ def run_pipeline(
         try:
             seen = current
             current, result = config.get_pass(pass_id)(options).apply(current)
-            if explain:
+            if explain == "later":
+                pipeline.unexplained.append(explanations.explain_each(seen, current, result, config.get_pass(pass_id)))
+            elif explain:
                 explanations.attach_explanations(seen, current, result, config.get_pass(pass_id))
         except Cancelled:
             raise

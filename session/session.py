@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from fuselens.core.errors import FuseLensError
 from fuselens.core.formats.io import write_bytes_atomic, write_json_atomic
@@ -55,8 +55,9 @@ class FusionJob:
     config: PassConfig
     pass_files: PassFiles = field(default_factory=PassFiles)  # the user's ge.passes files (run in the helper)
 
-    def fuse(self, progress: Callable[[str], None], cancelled: Callable[[], bool]) -> PipelineResult:
-        return run_pipeline(self.graph, self.config, cancelled=cancelled,
+    def fuse(self, progress: Callable[[str], None], cancelled: Callable[[], bool],
+             explain: bool | Literal["later"] = True) -> PipelineResult:
+        return run_pipeline(self.graph, self.config, cancelled=cancelled, explain=explain,
                             progress=lambda pass_id, i, n: progress(f"fusing: {pass_id} ({i + 1}/{n})"))
 
 
@@ -265,11 +266,15 @@ class Session:
 
     def export_report(self, path: str | Path) -> Path:
         """The fuse report (matches, near misses, op histograms) as JSON."""
-        return write_json_atomic(path, build_report(self._need_pipeline(), model=self.model.name))
+        pipeline = self._need_pipeline()
+        pipeline.explain_matches()  # the window explains its matches after drawing them: maybe not yet
+        return write_json_atomic(path, build_report(pipeline, model=self.model.name))
 
     def export_lesson(self, path: str | Path, match_ids: list[str] | None = None) -> Path:
         """The lesson page (session/lesson.py) for this model and configuration: HTML, or Markdown for .md."""
         from fuselens.session.lesson import write_lesson
 
+        pipeline = self._need_pipeline()
+        pipeline.explain_matches()  # as export_report
         protect = self.model.path if Path(self.model.path).exists() else None
-        return write_lesson(path, self._need_pipeline(), model=self.model.name, match_ids=match_ids, protect=protect)
+        return write_lesson(path, pipeline, model=self.model.name, match_ids=match_ids, protect=protect)

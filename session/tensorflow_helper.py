@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from fuselens.core.errors import Cancelled, FuseLensError
 from fuselens.core.formats.loaders import LoadedModel, detect_format, load_model
@@ -201,20 +201,22 @@ class TensorFlowHelper:
                              "what it shows, and the next action starts a new helper")
 
     # ---- the window's TensorFlow work ----------------------------------------------------------
-    def fuse(self, job: FusionJob, progress: Progress, cancelled: IsCancelled) -> PipelineResult:
+    def fuse(self, job: FusionJob, progress: Progress, cancelled: IsCancelled,
+             explain: bool | Literal["later"] = True) -> PipelineResult:
         """The job's fusion: right here when it needs no TensorFlow (every op is in the table or the graph's
         library: a sample, a frozen Keras model, a bare .pb of either), else in the helper, with the passes
         registered here (a plugin's or a test's too) known there. Here, it is not queued behind the helper's
         TensorFlow import, and neither the graph nor the pipeline is pickled across. With the user's pass files,
         their passes run too (in the helper, as `run_pass_files`): a bisect or a layerwise compare re-fuses
-        what the window shows, not the built-in passes alone."""
+        what the window shows, not the built-in passes alone. `explain="later"` (run_pipeline) applies here only:
+        the helper's pipeline comes back explained."""
         if job.pass_files:
             run = self.run_pass_files(job, progress, cancelled)
             if run.pipeline is None:
                 raise FuseLensError("your pass files ran nothing: " + "; ".join(e.message for e in run.errors))
             return run.pipeline
         if not fusion_needs_tensorflow(job.graph):
-            return job.fuse(progress, cancelled)
+            return job.fuse(progress, cancelled, explain)
         registered = [(c.__module__, c.__qualname__) for c in catalog()]
         pipeline: PipelineResult = self.call("fuse", (job, registered), "fusing", progress, cancelled, job.graph)
         pipeline.config = job.config  # the caller's own object (its original graph already is)

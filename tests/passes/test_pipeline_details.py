@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from fuselens.passes.base import SHOWN_NEAR_MISSES, NearMiss, PassResult
@@ -45,3 +47,17 @@ def test_a_pipeline_without_details_has_no_provenance(load_sample):
     assert any(result.match_count for result in pipeline.results)
     with pytest.raises(ValueError, match="details=False"):
         _ = pipeline.provenance
+
+
+@pytest.mark.parametrize("sample", ["conv_bn", "bert_layernorm"])
+def test_explanations_made_later_are_those_made_during_the_run_and_travel_with_a_pickle(sample, load_sample):
+    graph = load_sample(sample)
+    now, later = run_pipeline(graph), run_pipeline(graph, explain="later")
+    assert now.explained and not later.explained
+    assert all(m.explanation is None for r in later.results for m in r.matches)
+    pickled = pickle.loads(pickle.dumps(later))  # the graphs each pass saw are not pickled: the explanations are
+    assert later.explained and pickled.explained
+    for explained in (later, pickled):
+        assert [m.explanation for r in explained.results for m in r.matches] == \
+               [m.explanation for r in now.results for m in r.matches]
+    assert any(m.explanation for r in now.results for m in r.matches)
