@@ -136,14 +136,15 @@ class Session:
         self._set_stage(Stage.DRAWING)
         self._emit("model", "pipeline", "run")
 
-    def drawn(self) -> FusionJob | None:
-        """The original graph is on screen: the first fusion may start now."""
+    def first_fusion(self) -> FusionJob | None:
+        """The loaded model's first fusion job, once (None before the model is loaded and after): the window asks
+        when the original graph is on screen, or at once for a graph small enough to fuse beside its drawing."""
         return self._new_job() if self.stage is Stage.DRAWING else None
 
     # ---- fusion ------------------------------------------------------------------------------
     def set_config(self, config: PassConfig) -> FusionJob | None:
         """A new configuration; returns the fusion job that brings the after graph up to date
-        (None while the model is still loading or being drawn: that fusion starts at `drawn()`)."""
+        (None while the model is still loading or being drawn: that fusion starts at `first_fusion()`)."""
         changed = config != self.config or config.rules != self.config.rules
         self.config = config
         if changed:
@@ -169,7 +170,7 @@ class Session:
 
     def _job_if_ready(self) -> FusionJob | None:
         """A new fusion job, unless there is no model to fuse, two given graphs are shown, or the model is still
-        loading or being drawn (its first fusion starts at `drawn()`)."""
+        loading or being drawn (its first fusion starts at `first_fusion()`)."""
         if self.model is None or self.comparison is not None or self.stage in (Stage.LOADING, Stage.DRAWING):
             return None
         return self._new_job()

@@ -31,12 +31,12 @@ def fuse(job):
 def test_open_draw_fuse_shapes_ready(session, model):
     assert session.stage is Stage.EMPTY and session.graph("before") is None
     session.start_loading()
-    assert session.stage is Stage.LOADING and session.drawn() is None  # nothing to draw yet
+    assert session.stage is Stage.LOADING and session.first_fusion() is None  # nothing to draw yet
     session.set_model(model)
     assert session.stage is Stage.DRAWING and session.graph("before") is model.graph
-    job = session.drawn()
+    job = session.first_fusion()
     assert session.stage is Stage.FUSING and job.graph is model.graph and job.config is session.config
-    assert session.drawn() is None  # the first fusion starts once
+    assert session.first_fusion() is None  # the first fusion starts once
     assert session.fusion_done(job, fuse(job))
     assert session.stage is Stage.SHAPES and session.graph("after") is session.pipeline.fused
     assert session.shapes_done(job) and session.stage is Stage.READY
@@ -45,7 +45,7 @@ def test_open_draw_fuse_shapes_ready(session, model):
 
 def test_a_config_change_while_fusing_supersedes_the_running_job(session, model):
     session.set_model(model)
-    first = session.drawn()
+    first = session.first_fusion()
     off = session.config.with_pass("ConvBatchnormFusionPass", False)
     second = session.set_config(off)
     assert second is not None and second.config is off and not session.is_current(first)
@@ -58,7 +58,7 @@ def test_a_config_change_while_fusing_supersedes_the_running_job(session, model)
 
 def test_a_config_change_during_shapes_supersedes_them_too(session, model):
     session.set_model(model)
-    job = session.drawn()
+    job = session.first_fusion()
     session.fusion_done(job, fuse(job))
     newer = session.set_config(session.config.with_pass("ConvBatchnormFusionPass", False))
     assert session.stage is Stage.FUSING and not session.shapes_done(job)
@@ -70,12 +70,12 @@ def test_config_set_while_drawing_is_the_one_the_first_fusion_uses(session, mode
     session.set_model(model)
     config = PassConfig.from_ids([])
     assert session.set_config(config) is None and session.stage is Stage.DRAWING
-    assert session.drawn().config is config
+    assert session.first_fusion().config is config
 
 
 def test_opening_another_model_drops_the_previous_models_fusion(session, model):
     session.set_model(model)
-    job = session.drawn()
+    job = session.first_fusion()
     session.start_loading()
     other = load_model("abs_relu_exp")
     session.set_model(other)
@@ -88,7 +88,7 @@ def test_a_failed_load_keeps_the_open_model_and_its_stage(session, model):
     session.load_failed()
     assert session.stage is Stage.EMPTY
     session.set_model(model)
-    job = session.drawn()
+    job = session.first_fusion()
     session.start_loading()
     assert session.fusion_done(job, fuse(job))  # the open model's fusion still lands while another loads
     assert session.stage is Stage.LOADING
@@ -98,7 +98,7 @@ def test_a_failed_load_keeps_the_open_model_and_its_stage(session, model):
 
 def test_a_failed_job_settles_and_can_be_retried(session, model):
     session.set_model(model)
-    job = session.drawn()
+    job = session.first_fusion()
     assert session.job_failed(job) and session.stage is Stage.READY
     retry = session.set_config(session.config)  # the same configuration, fused again
     assert retry is not None and session.stage is Stage.FUSING and retry.number > job.number
