@@ -43,6 +43,7 @@ FORWARDING_OPS = frozenset({"Identity", "Snapshot", "StopGradient"})
 LOOP_BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
 # Constants up to this size are decoded once per graph (Graph.const_value).
 CACHED_CONST_BYTES = 16 << 10
+_FUSION_PASS_KEY = FUSION_PASS_ATTR.encode()
 # Nodes that are never a model output even when nothing consumes them.
 NON_OUTPUT_OPS = frozenset({"NoOp", "Const", "Assert", "VarHandleOp", "SaveV2", "RestoreV2"})
 
@@ -93,7 +94,7 @@ class Graph:
         A node an edit left unchanged (`origin`) has its op and inputs read from the source graph's arrays,
         not decoded and parsed again (most of a pass's build on a big graph)."""
         self.library, self.versions, self.source = library, versions, source
-        self.nodes: Mapping[str, proto.NodeDef] = nodes
+        self.nodes: NodeTable = nodes
         # Node ids: positions in GraphDef order; names an input reads that are no node (a graph read
         # without validation) get the ids after them, so their readers are indexed too.
         self._names: list[str] = list(nodes)
@@ -309,8 +310,15 @@ class Graph:
             return node.attr[FUSED_OP_TYPE_ATTR].s.decode()
         return node.op
 
+    @cached_property
+    def _maybe_fused(self) -> frozenset[str]:
+        """Every fused call node, and perhaps a few others: found without decoding a node kept as its bytes."""
+        return self.nodes.holding(_FUSION_PASS_KEY)
+
     def fused_info(self, name: str) -> FusedInfo | None:
         """The fusion record of a fused call node (None for any other node)."""
+        if name not in self._maybe_fused:  # the layout asks of every node, and most are not fused
+            return None
         attrs = self.node(name).attr
         if FUSION_PASS_ATTR not in attrs:
             return None

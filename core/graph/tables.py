@@ -58,6 +58,14 @@ class NodeTable(Mapping[str, proto.NodeDef]):
     def __contains__(self, name: object) -> bool:
         return name in self.ids
 
+    def holding(self, key: bytes) -> frozenset[str]:
+        """The nodes that may hold `key` (an attribute's name): every one that does, and perhaps a few that do
+        not. A node kept as its bytes is not decoded to say so (core.graph.wire.NodeRecords.may_hold)."""
+        containers = self.containers
+        return frozenset(name for name, where in zip(self.ids, self.where)
+                         if not hasattr(container := containers[where >> 32], "may_hold")
+                         or container.may_hold(where & 0xFFFFFFFF, key))
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.ids)
 

@@ -188,6 +188,12 @@ class NodeRecords(Sequence[proto.NodeDef]):
     def __len__(self) -> int:
         return len(self.starts)
 
+    def may_hold(self, position: int, key: bytes) -> bool:
+        """Whether the record at `position` may hold `key` (an attribute's name) in its bytes: False is certain,
+        found without decoding the node."""
+        end = self.ends[position]
+        return end < 0 or self.data.find(key, self.starts[position], end) >= 0
+
     def __iter__(self) -> Iterator[proto.NodeDef]:
         data, parse, parsed = self.data, proto.NodeDef.FromString, self.parsed
         return (parsed[start] if end < 0 else parse(data[start:end]) for start, end in zip(self.starts, self.ends))

@@ -74,8 +74,9 @@ def fold_constants(graph: Graph) -> tuple[list[str], dict[str, list[str]], dict[
 
 
 def _fold(graph: Graph) -> tuple[list[str], dict[str, list[str]], dict[str, str]]:
-    folded = {n.name for n in graph if graph.is_const(n.name) and graph.consumers(n.name)}
-    drawn = [n.name for n in graph if n.name not in folded]
+    names = list(graph.nodes)  # not `for n in graph`: that decodes every node for its name (0.8 s at 100k nodes)
+    folded = {name for name in names if graph.is_const(name) and graph.consumers(name)}
+    drawn = [name for name in names if name not in folded]
     weights: dict[str, list[str]] = defaultdict(list)
     owner: dict[str, str] = {}
     for name in drawn:

@@ -126,3 +126,18 @@ def test_a_pb_whose_node_does_not_decode_is_refused_in_one_line(tmp_path):
         load_model(path)
     path.write_bytes(Graph.from_nodes([make_const("c", np.ones(2, np.float32))]).to_bytes())
     assert isinstance(load_model(path).graph._graph_def, SerializedGraphDef)
+
+
+def test_fused_nodes_are_found_in_a_graph_read_from_bytes_without_decoding_the_others(load_sample, monkeypatch):
+    """The layout asks `fused_info` of every node; a node kept as its bytes is read for the attribute's name."""
+    from fuselens.passes.pipeline import run_pipeline
+
+    fused = run_pipeline(load_sample("demo"), explain=False).fused
+    expected = {n.name: fused.fused_info(n.name) for n in fused}
+    assert any(expected.values()) and not all(expected.values())
+    g = Graph.from_bytes(fused.to_bytes())
+    decoded = []
+    parse = proto.NodeDef.FromString
+    monkeypatch.setattr(proto.NodeDef, "FromString", lambda data: decoded.append(parse(data).name) or parse(data))
+    assert {name: g.fused_info(name) for name in g.nodes} == expected
+    assert set(decoded) == {name for name, info in expected.items() if info}
