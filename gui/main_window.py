@@ -44,6 +44,7 @@ from fuselens.passes.pipeline import PipelineResult
 from fuselens.session import SIDES, Session, Stage
 from fuselens.session.tensorflow_helper import TensorFlowHelper, fusion_needs_tensorflow, shared_helper
 
+FILL_UNPAINTED_MS = 300  # the match list fills this long after the after pane's scene is built, if never painted
 EXPLAIN_SLICE_S = 0.015  # the matches' explanations (MainWindow._explain), this long a slice
 # A graph of at most this many nodes that fuses without TensorFlow is fused as soon as it is loaded, beside its
 # first layout: that is dot, a child process, and its scene is small (MobileNetV2's after pane 1.39 -> 0.99 s,
@@ -131,8 +132,10 @@ class MainWindow(QMainWindow):
             view.collapse_requested.connect(lambda scopes, s=side: self.session.set_collapsed(s, scopes))
             view.built.connect(lambda s=side: self._on_built(s))
         after = self.panes["after"]
-        for ended in (after.view.built, after.failed, after.dropped):
+        for ended in (after.view.painted, after.failed, after.dropped):
             ended.connect(lambda *_: self._fill_match_list())
+        # in case the after pane is not painted (hidden, minimised)
+        after.view.built.connect(lambda: QTimer.singleShot(FILL_UNPAINTED_MS, self, self._fill_match_list))
         for pane in self.panes.values():
             pane.laid_out.connect(lambda layout, s=pane.side: self._on_laid_out(s, layout))
             pane.failed.connect(lambda _text, s=pane.side: self._on_layout_dropped(s, self._following.get(s)))
@@ -217,7 +220,9 @@ class MainWindow(QMainWindow):
         QTimer.singleShot(0, self, self._lay_out_after)
 
     def _fill_match_list(self) -> None:
-        """The pipeline's matches and near misses into the list, once the after pane has its picture."""
+        """The pipeline's matches and near misses into the list, once the after pane is painted: filled in the
+        event-loop turn its scene was complete, the list's first rows and the first slice of explanations came
+        before that paint (the 20k graph's after pane 40-70 ms later, in one stall of 90 ms)."""
         if self._results_pending is None or self._after_pending:  # nothing to fill, or its layout yet to start
             return
         results, self._results_pending = self._results_pending, None
