@@ -350,7 +350,12 @@ class Graph:
                 for producer, port in zip(self._in_node[start:end], self._in_port[start:end]) if port < 0]
 
     def input_node(self, name: str, index: int) -> str:
-        return self.inputs(name)[index].node
+        """The node read at data input `index`, from the edge arrays: the passes ask this of every BatchNorm's
+        parameters, and making a TensorRef of each input to keep one name was most of the cost."""
+        i = self._ids[name]
+        start, end = self._in_start[i], self._in_start[i + 1]
+        data = [producer for producer, port in zip(self._in_node[start:end], self._in_port[start:end]) if port >= 0]
+        return self._names[data[index]]
 
     def _reading_edges(self, name: str) -> array:
         """The edges that read `name` (data first), empty for a name nothing reads."""
