@@ -349,13 +349,16 @@ class Graph:
         return [self._names[producer]
                 for producer, port in zip(self._in_node[start:end], self._in_port[start:end]) if port < 0]
 
-    def input_node(self, name: str, index: int) -> str:
-        """The node read at data input `index`, from the edge arrays: the passes ask this of every BatchNorm's
-        parameters, and making a TensorRef of each input to keep one name was most of the cost."""
+    def input_nodes(self, name: str) -> list[str]:
+        """The nodes read by the data inputs, in slot order, from the edge arrays: pattern matching and the
+        BatchNorm checks ask for names only, and a TensorRef made per input was most of `inputs`' cost."""
         i = self._ids[name]
-        start, end = self._in_start[i], self._in_start[i + 1]
-        data = [producer for producer, port in zip(self._in_node[start:end], self._in_port[start:end]) if port >= 0]
-        return self._names[data[index]]
+        names, start, end = self._names, self._in_start[i], self._in_start[i + 1]
+        return [names[producer] for producer, port in zip(self._in_node[start:end], self._in_port[start:end])
+                if port >= 0]
+
+    def input_node(self, name: str, index: int) -> str:
+        return self.input_nodes(name)[index]
 
     def _reading_edges(self, name: str) -> array:
         """The edges that read `name` (data first), empty for a name nothing reads."""
