@@ -168,7 +168,11 @@ class Graph:
         self._in_reader = array("i", np.repeat(np.arange(len(self.nodes), dtype=np.int32),
                                                np.diff(np.frombuffer(starts, dtype=np.int32))).tobytes())
         self._shapes: dict[tuple[str, int], tuple[int | None, ...] | None] | None = None
-        self._const_values: dict[str, np.ndarray] = {}
+        # The source graph's decoded constants whose Const the edit left unchanged: each pass's graph would
+        # otherwise decode again the BatchNorm statistics the previous pass read.
+        self._const_values: dict[str, np.ndarray] = {} if source_graph is None else {
+            name: value for name, value in source_graph._const_values.items()
+            if (i := ids.get(name)) is not None and source_ids[i] >= 0}
         self._const_chains: dict[frozenset[str], dict[str, tuple[str, ...] | None]] = {}
         if validate:
             self.validate(duplicates)
@@ -449,7 +453,8 @@ class Graph:
 
         Passes ask for the same small constants many times (a BatchNorm's statistics by the check, the
         details, the explanation and the fold), so values up to CACHED_CONST_BYTES are decoded once per
-        graph and shared; larger ones (weights) are decoded per call and not kept.
+        graph and shared, also with the graphs later passes build where the Const is unchanged; larger ones
+        (weights) are decoded per call and not kept.
         """
         source = self.const_source(name)
         if source is None:
