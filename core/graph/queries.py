@@ -602,18 +602,20 @@ class Graph:
         Kahn order, on the arrays (the same order: among ready nodes the first in GraphDef order)."""
         count = len(self.nodes)
         loop = [self._op_names[code] in LOOP_BACK_EDGE_OPS for code in self._ops]
-        waiting = [0] * count
-        readers, out_edge, out_start = self._in_reader, self._out_edge, self._out_start
-        for producer, reader in zip(self._in_node, readers):
-            if producer < count and not loop[producer]:
-                waiting[reader] += 1
+        # The counts, each producer's readers (one list, sliced per node) and the positions come from the edge
+        # arrays: Python loops over every edge, and a generator over each node's edges, were most of the time.
+        producers = np.frombuffer(self._in_node, dtype=np.int32)
+        readers = np.frombuffer(self._in_reader, dtype=np.int32)
+        counted = producers < count
+        counted[counted] = ~np.array(loop, dtype=bool)[producers[counted]]
+        waiting = np.bincount(readers[counted], minlength=count).tolist()
+        successors = readers[np.frombuffer(self._out_edge, dtype=np.int32)].tolist()
+        out_start = self._out_start
         order = array("i")
-        kahn(waiting, lambda i: () if loop[i] else (readers[e] for e in out_edge[out_start[i]:out_start[i + 1]]),
-              order)
-        positions = array("i", [-1]) * count
-        for position, i in enumerate(order):
-            positions[i] = position
-        return order, positions
+        kahn(waiting, lambda i: () if loop[i] else successors[out_start[i]:out_start[i + 1]], order)
+        positions = np.full(count, -1, dtype=np.int32)
+        positions[np.frombuffer(order, dtype=np.int32)] = np.arange(len(order), dtype=np.int32)
+        return order, array("i", positions.tobytes())
 
     def _position(self, name: str) -> int:
         """`name`'s position in topological_order(), -1 when it has none."""
