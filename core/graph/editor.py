@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fuselens.core.graph import proto
-from fuselens.core.graph.edges import TensorRef
+from fuselens.core.graph.edges import TensorRef, input_edge
 from fuselens.core.graph.tables import NodeTable
 from fuselens.core.graph.wire import WRITTEN_NODE_BYTES, NodeRecords
 
@@ -160,7 +160,7 @@ class GraphEditor:
         for name in self._unindexed:
             node = self.node(name) if name in self else None
             for text in node.input if node is not None else ():
-                self._new_readers[TensorRef.parse(text).node][name] = None
+                self._new_readers[input_edge(text)[0]][name] = None
         self._unindexed.clear()
         found = dict.fromkeys(self.source.consumer_nodes(producer))
         found.update(self._new_readers.get(producer, {}))
