@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fuselens.core.graph import FORWARDING_OPS, Graph, GraphEditor, TensorRef
+from fuselens.core.graph.edges import input_edge
 from fuselens.core.graph.provenance import Rewrite
 from fuselens.passes.switch import NO_SWITCH, ToolchainSwitch
 
@@ -369,7 +370,7 @@ def prune_dead_constants(graph: Graph, editor: GraphEditor,
         found = refs.get(name)
         if found is None:
             if name in edited_set:
-                found = [(ref.node, ref.control) for ref in map(TensorRef.parse, editor.node(name).input)]
+                found = [input_edge(text) for text in editor.node(name).input]
             else:
                 found = graph.input_edges(name)
             refs[name] = found

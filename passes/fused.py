@@ -39,12 +39,13 @@ def build_function(graph: Graph, nodes: Sequence[str], inputs: Sequence[TensorRe
         tensor_name[str(ref)] = f"input_{i}"
     inside = set(nodes)
     infos = {node_name: opdefs.op_info(graph.op(node_name), graph.functions) for node_name in nodes}
+    decoded = {node_name: graph.node(node_name) for node_name in nodes}  # each body node decoded once, not twice
     for node_name, info in infos.items():
-        for port, out in enumerate(info.node_outputs(graph.node(node_name))):
+        for port, out in enumerate(info.node_outputs(decoded[node_name])):
             tensor_name[str(TensorRef(node_name, port))] = f"{node_name}:{out.arg}:{out.index}"
         signature.is_stateful |= info.stateful
     for node_name, info in infos.items():
-        node = graph.node(node_name)
+        node = decoded[node_name]
         body = function.node_def.add()
         body.CopyFrom(node)
         body.ClearField("device")

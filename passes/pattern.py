@@ -112,16 +112,16 @@ def _match(graph: Graph, pattern: Pattern, node: str, result: MatchResult) -> bo
     result.depth += 1
     if pattern.inputs is None:
         return True
-    inputs = graph.inputs(node)
+    inputs = graph.input_nodes(node)
     if len(inputs) < len(pattern.inputs):
         result.fail(f"{node} has {len(inputs)} inputs, the pattern needs {len(pattern.inputs)}", node)
         return False
-    for sub, ref in zip(pattern.inputs, inputs):
+    for sub, producer in zip(pattern.inputs, inputs):
         if sub is ANY:
             continue
-        if not _match(graph, sub, ref.node, result):
-            if result.edge is None and ref.node in result.nodes:  # the input that did not fit, and where it goes
-                result.edge = (ref.node, node)
+        if not _match(graph, sub, producer, result):
+            if result.edge is None and producer in result.nodes:  # the input that did not fit, and where it goes
+                result.edge = (producer, node)
             return False
     return True
 

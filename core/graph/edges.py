@@ -30,6 +30,15 @@ class TensorRef:
         return self.node if self.port == 0 else f"{self.node}:{self.port}"
 
 
+def input_edge(text: str) -> tuple[str, bool]:
+    """(the node an input string reads, whether a control input), with no TensorRef made for a plain name (most
+    inputs): for the loops over every input of every node an edit changed."""
+    if ":" not in text and text[:1] != "^":
+        return text, False
+    ref = TensorRef.parse(text)
+    return ref.node, ref.control
+
+
 @dataclass(frozen=True, slots=True)
 class Consumer:
     """A data edge seen from its producer: `node` reads the tensor at input slot `index`."""

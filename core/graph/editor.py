@@ -9,8 +9,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from fuselens.core.graph import proto
-from fuselens.core.graph.edges import TensorRef
+from fuselens.core.graph.edges import TensorRef, input_edge
 from fuselens.core.graph.tables import NodeTable
 from fuselens.core.graph.wire import WRITTEN_NODE_BYTES, NodeRecords
 
@@ -158,7 +160,7 @@ class GraphEditor:
         for name in self._unindexed:
             node = self.node(name) if name in self else None
             for text in node.input if node is not None else ():
-                self._new_readers[TensorRef.parse(text).node][name] = None
+                self._new_readers[input_edge(text)[0]][name] = None
         self._unindexed.clear()
         found = dict.fromkeys(self.source.consumer_nodes(producer))
         found.update(self._new_readers.get(producer, {}))
@@ -206,8 +208,16 @@ class GraphEditor:
             for added in self._added_after.get(name, ()):
                 emit(added)
 
-        for name in table:
-            emit(name)
+        # A source node the edit neither changed nor removed, and after which nothing was added, keeps its place
+        # without a call of emit (most nodes of a big graph): its id in the source is its position in the table.
+        changed, gone, added_after, source_where = self._changed, self._gone, self._added_after, table.where
+        for i, name in enumerate(table):
+            if name in changed or name in gone or name in added_after or name in visited:
+                emit(name)
+            else:
+                ids[name] = len(where)
+                where.append(source_where[i])
+                unchanged.append(i)
         for name in self._added_after.get("", ()):
             emit(name)
         for name in self._appended:  # added after a node that was later removed
@@ -217,19 +227,19 @@ class GraphEditor:
         # weight) stays in the arena: parsed, it costs about its bytes, and written out it would be held
         # twice while the graph is built (ResNet50's folded weights: +145 MB at fuse's peak). Only the
         # containers some node is in are kept: an arena or records none of whose nodes is left are freed.
+        # The codes are rewritten as an array: a loop over every node's code took as long as the emitting.
         stored = self._arena.node
-        kept = sorted(code & 0xFFFFFFFF for code in where if code & ~0xFFFFFFFF == arena)
+        codes = np.frombuffer(where, dtype=np.int64).copy()
+        in_arena = np.flatnonzero(codes >> 32 == len(table.containers))
+        kept = np.sort(codes[in_arena] & 0xFFFFFFFF).tolist()
         written = {position: i for i, position in enumerate(p for p in kept
                                                             if stored[p].ByteSize() <= WRITTEN_NODE_BYTES)}
         containers = [*table.containers, NodeRecords.written(stored[p] for p in written), stored]
-        for i, code in enumerate(where):
-            if code & ~0xFFFFFFFF == arena:
-                position = written.get(code & 0xFFFFFFFF)
-                where[i] = code + (1 << 32) if position is None else arena | position
-        used = sorted({code >> 32 for code in where})
-        moved = {old << 32: new << 32 for new, old in enumerate(used)}
-        for i, code in enumerate(where):
-            where[i] = moved[code & ~0xFFFFFFFF] | (code & 0xFFFFFFFF)
-        nodes = NodeTable(ids, [containers[i] for i in used], where)
+        for i in in_arena.tolist():
+            position = written.get(int(codes[i]) & 0xFFFFFFFF)
+            codes[i] = codes[i] + (1 << 32) if position is None else arena | position
+        used, container = np.unique(codes >> 32, return_inverse=True)
+        codes = (container.astype(np.int64).reshape(-1) << 32) | (codes & 0xFFFFFFFF)
+        nodes = NodeTable(ids, [containers[i] for i in used.tolist()], array("q", codes.tobytes()))
         return type(self.source)._assembled(nodes, library, self.source.versions, self.source.source, validate,
                                             origin=(self.source, unchanged))

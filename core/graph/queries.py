@@ -168,7 +168,11 @@ class Graph:
         self._in_reader = array("i", np.repeat(np.arange(len(self.nodes), dtype=np.int32),
                                                np.diff(np.frombuffer(starts, dtype=np.int32))).tobytes())
         self._shapes: dict[tuple[str, int], tuple[int | None, ...] | None] | None = None
-        self._const_values: dict[str, np.ndarray] = {}
+        # The source graph's decoded constants whose Const the edit left unchanged: each pass's graph would
+        # otherwise decode again the BatchNorm statistics the previous pass read.
+        self._const_values: dict[str, np.ndarray] = {} if source_graph is None else {
+            name: value for name, value in source_graph._const_values.items()
+            if (i := ids.get(name)) is not None and source_ids[i] >= 0}
         self._const_chains: dict[frozenset[str], dict[str, tuple[str, ...] | None]] = {}
         if validate:
             self.validate(duplicates)
@@ -349,8 +353,16 @@ class Graph:
         return [self._names[producer]
                 for producer, port in zip(self._in_node[start:end], self._in_port[start:end]) if port < 0]
 
+    def input_nodes(self, name: str) -> list[str]:
+        """The nodes read by the data inputs, in slot order, from the edge arrays: pattern matching and the
+        BatchNorm checks ask for names only, and a TensorRef made per input was most of `inputs`' cost."""
+        i = self._ids[name]
+        names, start, end = self._names, self._in_start[i], self._in_start[i + 1]
+        return [names[producer] for producer, port in zip(self._in_node[start:end], self._in_port[start:end])
+                if port >= 0]
+
     def input_node(self, name: str, index: int) -> str:
-        return self.inputs(name)[index].node
+        return self.input_nodes(name)[index]
 
     def _reading_edges(self, name: str) -> array:
         """The edges that read `name` (data first), empty for a name nothing reads."""
@@ -441,7 +453,8 @@ class Graph:
 
         Passes ask for the same small constants many times (a BatchNorm's statistics by the check, the
         details, the explanation and the fold), so values up to CACHED_CONST_BYTES are decoded once per
-        graph and shared; larger ones (weights) are decoded per call and not kept.
+        graph and shared, also with the graphs later passes build where the Const is unchanged; larger ones
+        (weights) are decoded per call and not kept.
         """
         source = self.const_source(name)
         if source is None:
@@ -589,18 +602,20 @@ class Graph:
         Kahn order, on the arrays (the same order: among ready nodes the first in GraphDef order)."""
         count = len(self.nodes)
         loop = [self._op_names[code] in LOOP_BACK_EDGE_OPS for code in self._ops]
-        waiting = [0] * count
-        readers, out_edge, out_start = self._in_reader, self._out_edge, self._out_start
-        for producer, reader in zip(self._in_node, readers):
-            if producer < count and not loop[producer]:
-                waiting[reader] += 1
+        # The counts, each producer's readers (one list, sliced per node) and the positions come from the edge
+        # arrays: Python loops over every edge, and a generator over each node's edges, were most of the time.
+        producers = np.frombuffer(self._in_node, dtype=np.int32)
+        readers = np.frombuffer(self._in_reader, dtype=np.int32)
+        counted = producers < count
+        counted[counted] = ~np.array(loop, dtype=bool)[producers[counted]]
+        waiting = np.bincount(readers[counted], minlength=count).tolist()
+        successors = readers[np.frombuffer(self._out_edge, dtype=np.int32)].tolist()
+        out_start = self._out_start
         order = array("i")
-        kahn(waiting, lambda i: () if loop[i] else (readers[e] for e in out_edge[out_start[i]:out_start[i + 1]]),
-              order)
-        positions = array("i", [-1]) * count
-        for position, i in enumerate(order):
-            positions[i] = position
-        return order, positions
+        kahn(waiting, lambda i: () if loop[i] else successors[out_start[i]:out_start[i + 1]], order)
+        positions = np.full(count, -1, dtype=np.int32)
+        positions[np.frombuffer(order, dtype=np.int32)] = np.arange(len(order), dtype=np.int32)
+        return order, array("i", positions.tobytes())
 
     def _position(self, name: str) -> int:
         """`name`'s position in topological_order(), -1 when it has none."""

@@ -413,6 +413,7 @@ class BatchnormFoldPass(AmctPass):
     op_type: ClassVar[str]
 
     def candidates(self, graph: Graph) -> Iterable[Match | NearMiss]:
+        self._affines: dict[str, Affine] = {}  # each match's, checked here and folded by rewrite() on the same graph
         for bn in graph.with_op(BN_TYPES.split("|")):
             chain, _ = find_chain(graph, graph.input_node(bn, 0), (self.op_type,))
             if chain is None:
@@ -431,6 +432,7 @@ class BatchnormFoldPass(AmctPass):
             if reason:
                 yield NearMiss(self.id, bn, nodes, reason)
                 continue
+            self._affines[bn] = affine
             yield Match(self.id, bn, nodes, (bn,), f"fold {bn} into {chain.op}",
                         bindings={"op": chain.op, "bn": bn, "filter": chain.filter,
                                   **({"bias_add": chain.bias_add, "bias": chain.bias} if chain.bias_add else {})},
@@ -451,7 +453,7 @@ class BatchnormFoldPass(AmctPass):
         bn = found.anchor
         chain = Chain(found.bindings["op"], found.bindings["filter"], found.bindings.get("bias_add"),
                       found.bindings.get("bias"))
-        done = fold_into_chain(graph, editor, chain, bn_affine(graph, bn))
+        done = fold_into_chain(graph, editor, chain, self._affines[bn])
         removed, kept = replace_node(graph, editor, bn, done.output)
         return Rewrite(self.id, found.index, removed=removed, modified=(*done.modified, *kept),
                        created=tuple(done.created))

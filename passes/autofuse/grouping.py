@@ -116,9 +116,9 @@ class _Grouper:
         """Constants and table ops computed from constants only (left to constant folding)."""
         constant: set[str] = set()
         for name in self.order:
-            inputs = self.graph.inputs(name)
+            inputs = self.graph.input_nodes(name)
             if self.graph.is_const(name) or (
-                    fusion_class(self.graph.op(name)) and inputs and all(r.node in constant for r in inputs)):
+                    fusion_class(self.graph.op(name)) and inputs and all(node in constant for node in inputs)):
                 constant.add(name)
         return constant
 
@@ -136,9 +136,9 @@ class _Grouper:
         return f"{name} ({self.graph.op(name)})"
 
     def data_producers(self, name: str) -> list[str]:
-        inputs = self.graph.inputs(name)
+        inputs = self.graph.input_nodes(name)
         slots = operand_slots(self.graph, name) if fusion_class(self.graph.op(name)) else range(len(inputs))
-        return list(dict.fromkeys(inputs[i].node for i in slots if inputs[i].node not in self.constant))
+        return list(dict.fromkeys(inputs[i] for i in slots if inputs[i] not in self.constant))
 
     def data_consumers(self, name: str) -> list[str]:
         return list(dict.fromkeys(c.node for c in self.graph.consumers(name)))

@@ -67,6 +67,6 @@ def classify(graph: Graph, name: str) -> str:
 def operand_slots(graph: Graph, name: str) -> list[int]:
     """The input slots that carry data (not the axis operands the table marks constant)."""
     entry = op_class(graph.op(name))
-    count = len(graph.inputs(name))
+    count = len(graph.input_nodes(name))
     constant = {slot % count for slot in entry.axis_operands} if entry and count else set()
     return [slot for slot in range(count) if slot not in constant]
