@@ -333,33 +333,32 @@ class Graph:
                          function=self.node(name).op,
                          xla=XLA_MUST_COMPILE_ATTR in attrs and attrs[XLA_MUST_COMPILE_ATTR].b)
 
+    def _input_ports(self, name: str) -> zip:
+        """Every input of `name` as (producer id, port; negative for a control input), in slot order, from the
+        edge arrays (a zip, not a generator: these are asked for every node, several times a pass)."""
+        i = self._ids[name]
+        start, end = self._in_start[i], self._in_start[i + 1]
+        return zip(self._in_node[start:end], self._in_port[start:end])
+
     def inputs(self, name: str) -> list[TensorRef]:
         """Data inputs only, in slot order."""
-        i = self._ids[name]
-        names, start, end = self._names, self._in_start[i], self._in_start[i + 1]
-        return [TensorRef(names[producer], port)
-                for producer, port in zip(self._in_node[start:end], self._in_port[start:end]) if port >= 0]
+        names = self._names
+        return [TensorRef(names[producer], port) for producer, port in self._input_ports(name) if port >= 0]
 
     def input_edges(self, name: str) -> list[tuple[str, bool]]:
         """Every input as (producer, whether a control input), in slot order, from the edge arrays."""
-        i = self._ids[name]
-        names, start, end = self._names, self._in_start[i], self._in_start[i + 1]
-        return [(names[producer], port < 0)
-                for producer, port in zip(self._in_node[start:end], self._in_port[start:end])]
+        names = self._names
+        return [(names[producer], port < 0) for producer, port in self._input_ports(name)]
 
     def control_inputs(self, name: str) -> list[str]:
-        i = self._ids[name]
-        start, end = self._in_start[i], self._in_start[i + 1]
-        return [self._names[producer]
-                for producer, port in zip(self._in_node[start:end], self._in_port[start:end]) if port < 0]
+        names = self._names
+        return [names[producer] for producer, port in self._input_ports(name) if port < 0]
 
     def input_nodes(self, name: str) -> list[str]:
-        """The nodes read by the data inputs, in slot order, from the edge arrays: pattern matching and the
-        BatchNorm checks ask for names only, and a TensorRef made per input was most of `inputs`' cost."""
-        i = self._ids[name]
-        names, start, end = self._names, self._in_start[i], self._in_start[i + 1]
-        return [names[producer] for producer, port in zip(self._in_node[start:end], self._in_port[start:end])
-                if port >= 0]
+        """The nodes read by the data inputs, in slot order: pattern matching and the BatchNorm checks ask for
+        names only, and a TensorRef made per input was most of `inputs`' cost."""
+        names = self._names
+        return [names[producer] for producer, port in self._input_ports(name) if port >= 0]
 
     def input_node(self, name: str, index: int) -> str:
         return self.input_nodes(name)[index]
