@@ -6,9 +6,8 @@ The view paints through one Python call per visible item (NodeItem.paint, EdgeIt
 call needs the interpreter lock, and while a worker thread computes (a layout, a fusion result
 being read) the GUI thread waits up to the switch interval for it, per call. This repaints a view
 of N boxes and N-1 edges (zoomed so that items, not the far-zoom picture, are drawn), alone and
-beside a thread running Python, with the view's paint at Python's default interval (5 ms) and at
-its own (gui.graph_view.PAINT_SWITCH_INTERVAL_S), alternated in one run; min and max of `--repeat`
-paints each.
+beside a thread running Python, at Python's default switch interval (5 ms) and at the window's
+(gui.app.SWITCH_INTERVAL_S), alternated in one run; min and max of `--repeat` paints each.
 Set DISPLAY and QT_QPA_PLATFORM=xcb to paint on a real (or Xvfb) display; offscreen otherwise.
 """
 
@@ -50,7 +49,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args(argv)
     app = QApplication.instance() or QApplication([])
-    from fuselens.gui import graph_view
+    from fuselens.gui.app import SWITCH_INTERVAL_S
     from fuselens.gui.graph_view import GraphView
 
     view = GraphView()
@@ -78,11 +77,10 @@ def main(argv: list[str]) -> None:
             count += 1
 
     print(f"{args.boxes} boxes, {args.boxes - 1} edges; repaint ms, min-max of {args.repeat}")
-    print("| switch interval while painting | alone | beside a busy thread |")
+    print("| switch interval | alone | beside a busy thread |")
     print("|---|---:|---:|")
-    lowered = graph_view.PAINT_SWITCH_INTERVAL_S
-    for interval in (sys.getswitchinterval(), lowered) * 2:
-        graph_view.PAINT_SWITCH_INTERVAL_S = interval
+    for interval in (sys.getswitchinterval(), SWITCH_INTERVAL_S) * 2:
+        sys.setswitchinterval(interval)
         alone = paints()
         spinning.set()
         thread = threading.Thread(target=busy)

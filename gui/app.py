@@ -13,6 +13,13 @@ from fuselens.core.package_data import resource
 from fuselens.gui.main_window import MainWindow
 from fuselens.passes.ge_python import ENV_PASS_PATH, pass_path_entries
 
+# A thread holding the interpreter lock gives it up after this long when another wants it (Python's default
+# is 5 ms). Each Qt call the GUI thread makes lets a computing worker (fusion, layout) take the lock, and the
+# GUI thread then waited up to the interval to get it back: a paint (a Python call per item in view), a scene
+# slice, a timer. On the 20k-node graph the longest stall while opening was 115-124 ms at 5 ms and 31-80 ms at
+# 0.5 ms (benchmarks/bench_gui.py); an idle GUI thread asks for no lock, so a lone worker is not slowed.
+SWITCH_INTERVAL_S = 0.0005
+
 NO_DISPLAY = ("fuselens: error: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); "
               "run it on a desktop, over `ssh -X`, or under `xvfb-run`, or use the command line "
               "(`fuselens inspect|fuse|run MODEL`)")
@@ -32,6 +39,7 @@ def run_gui(model: str | None = None, py_passes: Sequence[str] = ()) -> int:
         print(NO_DISPLAY, file=sys.stderr)
         return 2
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     app.setApplicationName("FuseLens")
     app.setOrganizationName("FuseLens")
     app.setDesktopFileName("fuselens")  # the menu entry `make install-desktop` writes, and its icon

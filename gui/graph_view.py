@@ -8,7 +8,6 @@ passes: the window hands it a layout, a diff status per node and the names to li
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import chain, pairwise
@@ -61,12 +60,6 @@ FRAME_Z = -100  # open boxes lie under the edges (z 0) and boxes (z 1); deeper o
 # items (a Python paint call per item in view made one repaint of the fitted 20k graph ~110 ms).
 PICTURE_LOD = 0.12
 PICTURE_MAX_PIXELS = 8_000_000  # a bigger picture (a huge graph near PICTURE_LOD): items are drawn
-# While a view paints, a thread holding the interpreter lock gives it up after this long when another
-# wants it (Python's default is 5 ms). A paint is a Python call per item in view, and each waited for
-# the lock while a worker computed: a 29 ms repaint took 85-107 ms beside a busy thread at 5 ms and
-# 65-74 ms at 1 ms (benchmarks/bench_paint_convoy.py). Only while painting: elsewhere the workers keep
-# the lock for Python's default stretch (more hand-overs cost them time).
-PAINT_SWITCH_INTERVAL_S = 0.001
 
 
 @dataclass(frozen=True)
@@ -600,12 +593,7 @@ class GraphView(QGraphicsView):
         shown = not self.picture_wanted()
         if self.layer.isVisible() != shown:
             self.layer.setVisible(shown)
-        outside = sys.getswitchinterval()
-        sys.setswitchinterval(PAINT_SWITCH_INTERVAL_S)
-        try:
-            super().paintEvent(event)
-        finally:
-            sys.setswitchinterval(outside)
+        super().paintEvent(event)  # beside a busy worker: see gui.app.SWITCH_INTERVAL_S
         if self._paint_pending and self.layout_ is not None:
             self._paint_pending = False
             self.painted.emit()
