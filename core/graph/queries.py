@@ -102,77 +102,93 @@ class Graph:
         self._missing: dict[str, int] = {}
         # Inputs in CSR form: node i's inputs are edges _in_start[i] .. _in_start[i + 1] - 1, each a
         # producer id and a port (-1: a control input).
-        starts, producers, ports = array("i", [0]), array("i"), array("i")
         ids, missing, names = self._ids, self._missing, self._names
+
+        def producer_id(name: str) -> int:
+            producer = ids.get(name)
+            if producer is None:
+                producer = missing.get(name)
+                if producer is None:
+                    producer = missing[name] = len(names)
+                    names.append(name)
+            return producer
+
         # Each node's op as a code into the graph's list of op names: the passes ask for ops most (a third
-        # of their node reads), and a node read from bytes is decoded at each read; 4 B a node.
-        op_codes: dict[str, int] = {}
-        self._ops = array("i")
-        source_graph, source_ids = origin if origin is not None else (None, array("i", [-1]) * len(nodes))
+        # of their node reads), and a node read from bytes is decoded at each read; 4 B a node. An edit's
+        # graph keeps its source's codes (and perhaps an op name no node has any more).
+        source_graph, source_ids = origin if origin is not None else (None, None)
+        op_codes: dict[str, int] = {} if source_graph is None else {
+            op: code for code, op in enumerate(source_graph._op_names)}
+        source = (np.frombuffer(source_ids, dtype=np.int32) if source_ids is not None
+                  else np.full(len(nodes), -1, dtype=np.int32))
+        kept, edited = source >= 0, np.flatnonzero(source < 0)
+        # The nodes an edit changed or added (every node of a graph just read) are decoded, their inputs parsed.
+        edited_ops, edited_counts, edited_producers, edited_ports = array("i"), array("i"), array("i"), array("i")
         edited_record_shapes = True  # whether every node decoded here records its shapes (see records_shapes)
-        for i in range(len(nodes)):
-            s = source_ids[i]
-            if s >= 0:
-                op = source_graph._op_names[source_graph._ops[s]]
-                code = op_codes.get(op)
-                if code is None:
-                    code = op_codes[op] = len(op_codes)
-                self._ops.append(code)
-                source_names, source_producers = source_graph._names, source_graph._in_node
-                for edge in range(source_graph._in_start[s], source_graph._in_start[s + 1]):
-                    name = source_names[source_producers[edge]]
-                    producer = ids.get(name)
-                    if producer is None:
-                        producer = missing.get(name)
-                        if producer is None:
-                            producer = missing[name] = len(names)
-                            names.append(name)
-                    producers.append(producer)
-                    ports.append(source_graph._in_port[edge])
-                starts.append(len(producers))
-                continue
+        for i in edited.tolist():
             node = nodes[names[i]]
             edited_record_shapes = edited_record_shapes and ("_output_shapes" in node.attr or node.op == "NoOp")
             code = op_codes.get(node.op)
             if code is None:
                 code = op_codes[node.op] = len(op_codes)
-            self._ops.append(code)
+            edited_ops.append(code)
+            edited_counts.append(len(node.input))
             for text in node.input:
                 producer = ids.get(text) if ":" not in text and text[:1] != "^" else None
                 if producer is None:
                     ref = TensorRef.parse(text)
-                    producer = ids.get(ref.node)
-                    if producer is None:
-                        producer = missing.get(ref.node)
-                        if producer is None:
-                            producer = missing[ref.node] = len(names)
-                            names.append(ref.node)
-                    ports.append(-1 if ref.control else ref.port)
+                    producer = producer_id(ref.node)
+                    edited_ports.append(-1 if ref.control else ref.port)
                 else:
-                    ports.append(0)
-                producers.append(producer)
-            starts.append(len(producers))
-        self._in_start, self._in_node, self._in_port = starts, producers, ports
+                    edited_ports.append(0)
+                edited_producers.append(producer)
+        # A node the edit left unchanged has its op and inputs read from the source graph's arrays, as arrays.
+        ops, counts = np.empty(len(nodes), dtype=np.int32), np.zeros(len(nodes), dtype=np.int32)
+        ops[edited] = np.frombuffer(edited_ops, dtype=np.int32)
+        counts[edited] = np.frombuffer(edited_counts, dtype=np.int32)
+        kept_ids = np.flatnonzero(kept)
+        if source_graph is not None:
+            source_starts = np.frombuffer(source_graph._in_start, dtype=np.int32)
+            ops[kept_ids] = np.frombuffer(source_graph._ops, dtype=np.int32)[source[kept_ids]]
+            counts[kept_ids] = source_starts[source[kept_ids] + 1] - source_starts[source[kept_ids]]
+        starts = np.zeros(len(nodes) + 1, dtype=np.int32)
+        np.cumsum(counts, out=starts[1:])
+        producers, ports = np.empty(starts[-1], dtype=np.int32), np.empty(starts[-1], dtype=np.int32)
+        kept_edge = np.repeat(kept, counts)
+        edited_edges = np.flatnonzero(~kept_edge)
+        producers[edited_edges] = np.frombuffer(edited_producers, dtype=np.int32)
+        ports[edited_edges] = np.frombuffer(edited_ports, dtype=np.int32)
+        if source_graph is not None and kept_ids.size:
+            edges = np.flatnonzero(kept_edge)  # each one's edge in the source: its node's start there, same offset
+            source_edges = edges + np.repeat(np.where(kept, source_starts[np.maximum(source, 0)] - starts[:-1], 0),
+                                             counts)[edges]
+            source_producers = np.frombuffer(source_graph._in_node, dtype=np.int32)[source_edges]
+            new_id = np.full(len(source_graph._names), -1, dtype=np.int32)  # source id -> id here
+            new_id[source[kept_ids]] = kept_ids
+            for s in np.unique(source_producers[new_id[source_producers] < 0]).tolist():  # changed, gone, missing
+                new_id[s] = producer_id(source_graph._names[s])
+            producers[edges] = new_id[source_producers]
+            ports[edges] = np.frombuffer(source_graph._in_port, dtype=np.int32)[source_edges]
+        self._ops = array("i", ops.tobytes())
+        self._in_start, self._in_node, self._in_port = (array("i", a.tobytes()) for a in (starts, producers, ports))
         if source_graph is not None and source_graph.__dict__.get("records_shapes"):
             # Every node the edit left unchanged records its shapes: no node decoded again to ask.
             self.records_shapes = edited_record_shapes
         self._op_names = list(op_codes)
         # Readers in CSR form: producer p's reading edges are _out_edge[_out_start[p] .. _out_start[p + 1] - 1],
         # its data edges first, each kind in reader order then slot order (the order the inputs are listed).
-        node_ids = np.frombuffer(producers, dtype=np.int32)
-        control = np.frombuffer(ports, dtype=np.int32) < 0
-        order = np.argsort(node_ids.astype(np.int64) * 2 + control, kind="stable").astype(np.int32)
+        control = ports < 0
+        order = np.argsort(producers.astype(np.int64) * 2 + control, kind="stable").astype(np.int32)
         self._out_edge = array("i", order.tobytes())
         self._out_start = array("i", [0])
-        self._out_start.frombytes(np.cumsum(np.bincount(node_ids, minlength=len(names)), dtype=np.int32).tobytes())
-        self._in_reader = array("i", np.repeat(np.arange(len(self.nodes), dtype=np.int32),
-                                               np.diff(np.frombuffer(starts, dtype=np.int32))).tobytes())
+        self._out_start.frombytes(np.cumsum(np.bincount(producers, minlength=len(names)), dtype=np.int32).tobytes())
+        self._in_reader = array("i", np.repeat(np.arange(len(self.nodes), dtype=np.int32), counts).tobytes())
         self._shapes: dict[tuple[str, int], tuple[int | None, ...] | None] | None = None
         # The source graph's decoded constants whose Const the edit left unchanged: each pass's graph would
         # otherwise decode again the BatchNorm statistics the previous pass read.
         self._const_values: dict[str, np.ndarray] = {} if source_graph is None else {
             name: value for name, value in source_graph._const_values.items()
-            if (i := ids.get(name)) is not None and source_ids[i] >= 0}
+            if (i := ids.get(name)) is not None and source[i] >= 0}
         self._const_chains: dict[frozenset[str], dict[str, tuple[str, ...] | None]] = {}
         if validate:
             self.validate(duplicates)
