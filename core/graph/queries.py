@@ -593,6 +593,14 @@ class Graph:
             digest.update(piece)
         return digest.hexdigest()
 
+    def wiring(self) -> bytes:
+        """Every node's name and op and every edge (producer, port, in input order), as bytes read from the
+        graph's arrays without decoding a node: what a drawing of the graph depends on besides its attributes
+        (core.layout.cache.structure_key; decoding every node to hash it took 0.33 s on a 100k-node graph)."""
+        ops = self._op_names
+        return b"\n".join(["\0".join(self._names).encode(), "\0".join([ops[code] for code in self._ops]).encode(),
+                           bytes(self._in_start), bytes(self._in_node), bytes(self._in_port)])
+
     def op_histogram(self) -> dict[str, int]:
         counts: dict[str, int] = defaultdict(int)
         for name in self.nodes:

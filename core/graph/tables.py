@@ -8,6 +8,8 @@ from array import array
 from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from typing import Any
 
+import numpy as np
+
 from fuselens.core.graph import proto
 
 
@@ -60,11 +62,16 @@ class NodeTable(Mapping[str, proto.NodeDef]):
 
     def holding(self, key: bytes) -> frozenset[str]:
         """The nodes that may hold `key` (an attribute's name): every one that does, and perhaps a few that do
-        not. A node kept as its bytes is not decoded to say so (core.graph.wire.NodeRecords.may_hold)."""
-        containers = self.containers
-        return frozenset(name for name, where in zip(self.ids, self.where)
-                         if not hasattr(container := containers[where >> 32], "may_hold")
-                         or container.may_hold(where & 0xFFFFFFFF, key))
+        not. A node kept as its bytes is not decoded to say so (core.graph.wire.NodeRecords.holders)."""
+        codes = np.frombuffer(self.where, dtype=np.int64)
+        container, position = codes >> 32, codes & 0xFFFFFFFF
+        held = np.ones(len(codes), dtype=bool)
+        for i, records in enumerate(self.containers):
+            if hasattr(records, "holders"):
+                mine = container == i
+                held[mine] = np.isin(position[mine], records.holders(key))
+        names = list(self.ids)
+        return frozenset(names[i] for i in np.flatnonzero(held).tolist())
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.ids)

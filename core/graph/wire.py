@@ -9,6 +9,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 from typing import Any
 
+import numpy as np
+
 from fuselens.core.graph import proto
 
 # A node up to this size (read from a .pb, or made by a pass) is kept as its serialized record and decoded
@@ -188,11 +190,24 @@ class NodeRecords(Sequence[proto.NodeDef]):
     def __len__(self) -> int:
         return len(self.starts)
 
-    def may_hold(self, position: int, key: bytes) -> bool:
-        """Whether the record at `position` may hold `key` (an attribute's name) in its bytes: False is certain,
-        found without decoding the node."""
-        end = self.ends[position]
-        return end < 0 or self.data.find(key, self.starts[position], end) >= 0
+    def holders(self, key: bytes) -> np.ndarray:
+        """The positions of the records that may hold `key` (an attribute's name) in their bytes, sorted: one
+        left out holds it certainly not. Found with one scan of the bytes, no node decoded (a find per record
+        took 60 ms on a 100k-node graph); a parsed record (end -1) may always hold it."""
+        starts, ends = np.frombuffer(self.starts, dtype=np.int32), np.frombuffer(self.ends, dtype=np.int32)
+        found, data = [], self.data
+        at = data.find(key)
+        while at >= 0:
+            found.append(at)
+            at = data.find(key, at + 1)
+        spans = np.flatnonzero(ends >= 0)  # the records in `data`, in the order of their starts
+        assert np.all(np.diff(starts[spans]) >= 0), "records out of order"
+        offsets = np.array(found, dtype=np.int64)
+        record = np.searchsorted(starts[spans], offsets, side="right") - 1
+        inside = record >= 0
+        record, offsets = spans[record[inside]], offsets[inside]
+        record = record[offsets + len(key) <= ends[record]]
+        return np.union1d(record, np.flatnonzero(ends < 0))
 
     def __iter__(self) -> Iterator[proto.NodeDef]:
         data, parse, parsed = self.data, proto.NodeDef.FromString, self.parsed

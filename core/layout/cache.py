@@ -24,6 +24,7 @@ from fuselens.core.layout.model import Layout
 
 LAYOUT_VERSION = 3  # bump when the output changes, so stale disk-cache files are not reused
 # Per graph: whether its shapes were inferred when hashed, and the hash of its nodes (see structure_key).
+SHAPES_KEY, FUSED_KEY = b"_output_shapes", FUSED_OP_TYPE_ATTR.encode()
 _graph_digests: WeakKeyDictionary[Graph, tuple[bool, Any]] = WeakKeyDictionary()
 
 
@@ -33,16 +34,20 @@ def structure_key(graph: Graph, collapsed: Iterable[str] = ()) -> str:
     Hashes the recorded shape and fused-type attributes as stored, unlike the drawn graph which
     asks `Graph`: a key costs no shape work, and keys stay those of the files already on disk. The
     graph's part is hashed once per graph (and again once its shapes are inferred): every scope
-    opened or closed on a 20k-node graph asks for a key, and hashing its nodes took ~45 ms.
+    opened or closed on a 20k-node graph asks for a key, and hashing its nodes took ~45 ms. Names, ops and
+    wiring come from the graph's arrays (`Graph.wiring`); only the nodes that hold those attributes are decoded.
     """
     inferred = graph.shapes_ready and not graph.records_shapes  # edge labels from inferred shapes
     known = _graph_digests.get(graph)
     if known is None or known[0] != inferred:
         digest = hashlib.sha1(f"v{LAYOUT_VERSION}\n".encode())
-        for node in graph:
+        digest.update(graph.wiring())
+        holders = graph.nodes.holding(SHAPES_KEY) | graph.nodes.holding(FUSED_KEY)  # the others are not decoded
+        for name in sorted(holders, key=graph.node_id):
+            node = graph.nodes[name]
             shapes = node.attr["_output_shapes"].SerializeToString() if "_output_shapes" in node.attr else b""
             fused = node.attr[FUSED_OP_TYPE_ATTR].s if FUSED_OP_TYPE_ATTR in node.attr else b""
-            digest.update(f"{node.name}\0{node.op}\0{','.join(node.input)}\0".encode() + shapes + fused + b"\n")
+            digest.update(f"{name}\0".encode() + shapes + b"\0" + fused + b"\n")
         if inferred:
             digest.update(b"inferred shapes\n")
         known = _graph_digests[graph] = (inferred, digest)

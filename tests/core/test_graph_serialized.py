@@ -141,3 +141,19 @@ def test_fused_nodes_are_found_in_a_graph_read_from_bytes_without_decoding_the_o
     monkeypatch.setattr(proto.NodeDef, "FromString", lambda data: decoded.append(parse(data).name) or parse(data))
     assert {name: g.fused_info(name) for name in g.nodes} == expected
     assert set(decoded) == {name for name, info in expected.items() if info}
+
+
+def test_the_nodes_that_may_hold_an_attribute_are_found_in_the_bytes_and_every_parsed_one_too():
+    """NodeTable.holding: a superset of the holders, none left out, from one scan of the records' bytes; a key
+    that spans two records or sits between them is no holder."""
+    weight = make_const("big", np.arange(WRITTEN_NODE_BYTES // 4 + 1, dtype=np.float32))
+    tagged = make_node("Relu", "tagged", ["add"])
+    tagged.attr["_output_shapes"].list.shape.add()
+    named = make_node("Relu", "_output_shapes_too", ["tagged"])  # the key in a name: may hold it
+    extra = b"".join(record_head(1, n.ByteSize()) + n.SerializeToString() for n in (weight, tagged, named))
+    g = Graph.from_bytes(with_everything() + extra)
+    assert g.nodes.holding(b"_output_shapes") == {"big", "tagged", "_output_shapes_too"}
+    assert g.nodes.holding(b"no such attribute") == {"big"}
+    edited = g.editor()
+    edited.mutable("mm").attr["_output_shapes"].list.shape.add()
+    assert edited.build().nodes.holding(b"_output_shapes") >= {"big", "tagged", "_output_shapes_too", "mm"}
