@@ -454,6 +454,36 @@ class Graph:
             name = names[data[0]]
         return None
 
+    @cached_property
+    def const_mask(self) -> np.ndarray:
+        """Per node id, whether the node carries a Const's value (is_const with the default forwarding ops),
+        read from the edge arrays for every node at once (do not modify): the drawing folds every constant of
+        the graph, and asking is_const node by node took 0.7 s on a 100k-node graph."""
+        count = len(self.nodes)
+        ops = np.frombuffer(self._ops, dtype=np.int32)
+
+        def with_op(wanted: Collection[str]) -> np.ndarray:
+            return np.isin(ops, [code for code, op in enumerate(self._op_names) if op in wanted])
+
+        const = np.zeros(len(self._names), dtype=bool)  # a missing input's id carries nothing
+        const[:count] = with_op({"Const"})
+        data = np.frombuffer(self._in_port, dtype=np.int32) >= 0
+        readers = np.frombuffer(self._in_reader, dtype=np.int32)[data]
+        producers = np.frombuffer(self._in_node, dtype=np.int32)[data]
+        forwarding = with_op(FORWARDING_OPS) & (np.bincount(readers, minlength=count) > 0)
+        while True:  # one round per link of the longest forwarding chain
+            reads_other = np.bincount(readers[~const[producers]], minlength=count) > 0
+            new = forwarding & ~reads_other & ~const[:count]
+            if not new.any():
+                return const[:count]
+            const[:count] |= new
+
+    def data_edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """(reader id, producer id) of every data edge, by reader then slot, from the edge arrays (do not
+        modify); a producer id past the nodes is a missing input's (`node_names` names it)."""
+        data = np.frombuffer(self._in_port, dtype=np.int32) >= 0
+        return np.frombuffer(self._in_reader, dtype=np.int32)[data], np.frombuffer(self._in_node, dtype=np.int32)[data]
+
     def const_source(self, name: str, *, through: Collection[str] = FORWARDING_OPS) -> str | None:
         """The Const node behind `name` (see const_chain), or None."""
         chain = self.const_chain(name, through=through)

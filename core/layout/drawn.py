@@ -11,6 +11,8 @@ import weakref
 from collections import defaultdict
 from collections.abc import Iterable
 
+import numpy as np
+
 from fuselens.core.graph import Graph, TensorRef, proto
 from fuselens.core.graph.opclass import op_category
 from fuselens.core.layout.model import SCOPE_PREFIX, Layout, LayoutEdge, LayoutNode
@@ -74,23 +76,32 @@ def fold_constants(graph: Graph) -> tuple[list[str], dict[str, list[str]], dict[
 
 
 def _fold(graph: Graph) -> tuple[list[str], dict[str, list[str]], dict[str, str]]:
-    names = list(graph.nodes)  # not `for n in graph`: that decodes every node for its name (0.8 s at 100k nodes)
-    folded = {name for name in names if graph.is_const(name) and graph.consumers(name)}
-    drawn = [name for name in names if name not in folded]
+    # From the graph's arrays (Graph.const_mask, data_edges): asking each node whether it is a constant and what
+    # reads it took 1.0 s of the 100k-node graph's first view; only the folded constants' edges are walked here.
+    count = len(graph)
+    names = graph.node_names(range(count))
+    readers, producers = graph.data_edges()
+    real = producers < count
+    folded = graph.const_mask & (np.bincount(producers[real], minlength=count) > 0)  # a constant something reads
+    drawn = [names[i] for i in np.flatnonzero(~folded).tolist()]
+    first_input = np.full(count, -1, dtype=np.int64)  # each node's first data input (-1: none, or missing)
+    reading, first = np.unique(readers, return_index=True)
+    first_input[reading] = np.where(real[first], producers[first], -1)
+    weight_edges = np.flatnonzero(real & ~folded[readers] & folded[np.where(real, producers, 0)])
     weights: dict[str, list[str]] = defaultdict(list)
     owner: dict[str, str] = {}
-    for name in drawn:
-        for ref in graph.inputs(name):
-            if ref.node in folded:
-                weights[name].append(ref.node)
-                node = ref.node
-                while node in folded and node not in owner:
-                    owner[node] = name
-                    inputs = graph.inputs(node)
-                    node = inputs[0].node if inputs else ""
+    for reader, producer in zip(readers[weight_edges].tolist(), producers[weight_edges].tolist(), strict=True):
+        name = names[reader]
+        weights[name].append(names[producer])
+        node = producer
+        while node >= 0 and folded[node] and names[node] not in owner:
+            owner[names[node]] = name
+            node = int(first_input[node])
     # constants read only by other folded constants' dead ends stay with any consumer found
-    for name in folded:
-        owner.setdefault(name, next(iter(graph.consumer_nodes(name)), name))
+    for i in np.flatnonzero(folded).tolist():
+        name = names[i]
+        if name not in owner:
+            owner[name] = next(iter(graph.consumer_nodes(name)), name)
     return drawn, weights, owner
 
 

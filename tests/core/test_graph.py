@@ -264,6 +264,22 @@ def test_constants_are_seen_through_forwarding_ops_and_what_a_pass_adds():
     assert not g.is_const("rx", through=widened)  # its shape is not a constant
 
 
+def test_the_const_mask_says_for_every_node_what_is_const_says():
+    """Graph.const_mask (every node at once, for the drawing) against is_const node by node: chains of
+    forwarding ops, one that also waits on a control input, one reading a missing node, an Identity cycle,
+    a forwarding op with no data input."""
+    g = Graph.from_nodes([
+        make_const("w", np.arange(6, dtype=np.float32)), make_node("Identity", "w/read", ["w"]),
+        make_node("Snapshot", "w/snap", ["w/read", "^x"]), make_node("StopGradient", "w/stop", ["w/snap"]),
+        make_node("Placeholder", "x"), make_node("Identity", "x/read", ["x"]),
+        make_node("Identity", "ghost/read", ["ghost"]),
+        make_node("Identity", "loop_a", ["loop_b"]), make_node("Identity", "loop_b", ["loop_a"]),
+        make_node("Identity", "waits", ["^w"]), make_node("AddV2", "sum", ["w/stop", "w"]),
+    ], validate=False)
+    assert [name for name in g.nodes if g.const_mask[g.node_id(name)]] == ["w", "w/read", "w/snap", "w/stop"]
+    assert all(bool(g.const_mask[g.node_id(name)]) == g.is_const(name) for name in g.nodes)
+
+
 def indexes(graph: Graph) -> tuple:
     """What a graph knows about its edges, in a comparable form."""
     return ({name: [str(r) for r in graph.inputs(name)] + [f"^{c}" for c in graph.control_inputs(name)]
