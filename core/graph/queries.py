@@ -169,6 +169,17 @@ class Graph:
                 new_id[s] = producer_id(source_graph._names[s])
             producers[edges] = new_id[source_producers]
             ports[edges] = np.frombuffer(source_graph._in_port, dtype=np.int32)[source_edges]
+        if missing:  # numbered in the order of their first reading edge, as when the graph is indexed afresh
+            count = len(nodes)
+            reading = np.flatnonzero(producers >= count)
+            read, first = np.unique(producers[reading], return_index=True)
+            in_order = read[np.argsort(first)]
+            renumbered = np.arange(len(names), dtype=np.int32)
+            renumbered[in_order] = np.arange(count, len(names), dtype=np.int32)
+            producers[reading] = renumbered[producers[reading]]
+            names[count:] = [names[i] for i in in_order.tolist()]
+            missing.clear()
+            missing.update((name, count + k) for k, name in enumerate(names[count:]))
         self._ops = array("i", ops.tobytes())
         self._in_start, self._in_node, self._in_port = (array("i", a.tobytes()) for a in (starts, producers, ports))
         if source_graph is not None and source_graph.__dict__.get("records_shapes"):

@@ -63,3 +63,17 @@ def test_whether_a_built_graph_records_every_shape_is_that_of_its_nodes():
     editor = built.editor()  # a source that does not record every shape: asked afresh
     editor.remove("abs")
     assert editor.build().records_shapes is True
+
+
+def test_missing_producers_are_numbered_in_the_order_they_are_read_as_afresh():
+    """An unchanged node that reads a missing node before a changed node reads another: the missing ids come in
+    the order of their first reading edge, as when the built graph is indexed afresh."""
+    source = _source()  # `out`, left unchanged, reads `ghost`
+    editor = source.editor()
+    editor.remove("split")
+    editor.add(make_node("Neg", "late", ["split:1", "gone"]))  # after `out`: two more missing producers
+    editor.set_input("a", 0, "vanished")  # before `out`, changed: reads one more
+    built = editor.build(validate=False)
+    afresh = Graph.from_bytes(built.to_bytes(), validate=False)
+    assert _indexes(built) == _indexes(afresh)
+    assert list(built._missing) == ["vanished", "split", "ghost", "gone"]
