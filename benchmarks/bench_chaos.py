@@ -55,6 +55,8 @@ def child(seed: int, actions: int) -> int:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication([])
+    from fuselens.gui.app import tune_interpreter
+    tune_interpreter()  # as run_gui
     from fuselens.core.layout import LayoutCache
     from fuselens.gui.main_window import MainWindow
     from tests.gui.chaos import Chaos, ChaosFiles, leftovers

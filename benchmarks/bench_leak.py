@@ -42,6 +42,8 @@ def main() -> int:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication([])
+    from fuselens.gui.app import tune_interpreter
+    tune_interpreter()  # as run_gui
     from fuselens.core.layout import LayoutCache
     from fuselens.gui.main_window import MainWindow
 

@@ -32,6 +32,12 @@ def missing_display() -> bool:
     return not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+def tune_interpreter() -> None:
+    """The window's interpreter settings (SWITCH_INTERVAL_S): run_gui's, and those of a benchmark that makes a
+    window of its own."""
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+
+
 def run_gui(model: str | None = None, py_passes: Sequence[str] = ()) -> int:
     """Open the window (on `model`, a path or sample name, when given; with the user's `ge.passes` files open
     and watched: ASCEND_GE_PY_PASS_PATH's entries, then `py_passes`) and run the event loop."""
@@ -39,7 +45,7 @@ def run_gui(model: str | None = None, py_passes: Sequence[str] = ()) -> int:
         print(NO_DISPLAY, file=sys.stderr)
         return 2
     app = QApplication.instance() or QApplication(sys.argv[:1])
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    tune_interpreter()
     app.setApplicationName("FuseLens")
     app.setOrganizationName("FuseLens")
     app.setDesktopFileName("fuselens")  # the menu entry `make install-desktop` writes, and its icon
