@@ -297,9 +297,12 @@ class Graph:
     def with_op(self, ops: Collection[str]) -> list[str]:
         """The nodes whose op is one of `ops`, in GraphDef order, read from the op codes: a pass looking for
         its anchors decoded every node of a graph read from bytes to read its op."""
-        codes = {code for code, op in enumerate(self._op_names) if op in ops}
-        names = self._names
-        return [names[i] for i, code in enumerate(self._ops) if code in codes]
+        return self.node_names(np.flatnonzero(self._op_mask(ops)).tolist())
+
+    def _op_mask(self, ops: Collection[str]) -> np.ndarray:
+        """Per node id, whether its op is one of `ops`, from the op codes."""
+        return np.isin(np.frombuffer(self._ops, dtype=np.int32),
+                       [code for code, op in enumerate(self._op_names) if op in ops])
 
     def node_id(self, name: str) -> int | None:
         """A node's position in GraphDef order (its index in the graph's arrays); None for no node."""
@@ -471,17 +474,10 @@ class Graph:
         read from the edge arrays for every node at once (do not modify): the drawing folds every constant of
         the graph, and asking is_const node by node took 0.7 s on a 100k-node graph."""
         count = len(self.nodes)
-        ops = np.frombuffer(self._ops, dtype=np.int32)
-
-        def with_op(wanted: Collection[str]) -> np.ndarray:
-            return np.isin(ops, [code for code, op in enumerate(self._op_names) if op in wanted])
-
         const = np.zeros(len(self._names), dtype=bool)  # a missing input's id carries nothing
-        const[:count] = with_op({"Const"})
-        data = np.frombuffer(self._in_port, dtype=np.int32) >= 0
-        readers = np.frombuffer(self._in_reader, dtype=np.int32)[data]
-        producers = np.frombuffer(self._in_node, dtype=np.int32)[data]
-        forwarding = with_op(FORWARDING_OPS) & (np.bincount(readers, minlength=count) > 0)
+        const[:count] = self._op_mask({"Const"})
+        readers, producers = self.data_edges()
+        forwarding = self._op_mask(FORWARDING_OPS) & (np.bincount(readers, minlength=count) > 0)
         while True:  # one round per link of the longest forwarding chain
             reads_other = np.bincount(readers[~const[producers]], minlength=count) > 0
             new = forwarding & ~reads_other & ~const[:count]
@@ -526,10 +522,7 @@ class Graph:
     # ---- model interface ----------------------------------------------------------------
     def placeholders(self) -> list[str]:
         """From the op codes, no node decoded: the window asks on the GUI thread when a model opens."""
-        if "Placeholder" not in self._op_names:
-            return []
-        code = self._op_names.index("Placeholder")
-        return [self._names[i] for i, op in enumerate(self._ops) if op == code]
+        return self.with_op(("Placeholder",))
 
     def outputs(self) -> list[str]:
         """Nodes whose data nothing reads: what a user of the frozen graph fetches (an op with no data
