@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from itertools import chain, pairwise
 
 import numpy as np
+import shiboken6
 from PySide6.QtCore import QEvent, QLineF, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (
     QAction,
@@ -331,6 +332,7 @@ class GraphView(QGraphicsView):
         self._picture: QImage | None = None
         self._picture_key: tuple = ()
         self._picture_parts: _PictureParts | None = None  # what every picture of the shown items reuses
+        self._retiring: Iterator[None] = iter(())  # old items still to delete (show_layout)
         self._build_generation = 0
         self._paint_pending = False
         self._press: QPointF | None = None
@@ -357,13 +359,16 @@ class GraphView(QGraphicsView):
         """
         scene = self.scene()
         centre = self.mapToScene(self.viewport().rect().center())
-        scene.clear()
-        # The old items' Python wrappers are let go in slices too, ahead of the new items in the same
-        # slices: dropping 10k of them at once (the whole 20k graph shown) held the GUI thread 50-70 ms.
+        # The old items are deleted in slices, ahead of the new items in the same slices, not by scene.clear():
+        # Qt takes about 10 us to delete an item (the scene's index, its Python wrapper), and clearing the
+        # 20k graph's whole picture (Expand all, then Collapse scope) held the GUI thread 90 ms. Hidden meanwhile.
+        self.layer.setVisible(False)
         retired: list[dict | list] = [self.items_by_key, self.frame_items, self.edge_items]
         if self._picture_parts is not None:  # it holds the old edges' lines: the last references to most
             retired += [self._picture_parts.boxes, *self._picture_parts.edge_lines.values()]
             self._picture_parts = None
+        # after what an abandoned build (a newer layout came first) had left of its own retiring
+        self._retiring = chain(self._retiring, _retired(self.layer, retired))
         self.layer = _Layer()
         scene.addItem(self.layer)
         self.layout_ = layout
@@ -380,7 +385,7 @@ class GraphView(QGraphicsView):
         self.building = True
         self.viewport().setUpdatesEnabled(False)  # until _finish_build
         generation = self._build_generation
-        steps = chain(_let_go(retired), (self._add_edge(e) for e in layout.edges),
+        steps = chain(self._retiring, (self._add_edge(e) for e in layout.edges),
                       (self._add_node(n, status) for n in layout.nodes.values()), self._gather_picture_parts())
         run_in_slices(self, _frozen_as_made(steps), seconds=BUILD_SLICE_S, at_least=50,
                       current=lambda: generation == self._build_generation,  # else a newer layout replaced it
@@ -403,6 +408,7 @@ class GraphView(QGraphicsView):
         return item
 
     def _finish_build(self) -> None:
+        self._retiring = iter(())
         self.selected_keys = {k for k in self.selected_keys if k in self.items_by_key}
         for key in self.selected_keys:
             self.items_by_key[key].selected = True
@@ -842,13 +848,18 @@ def _frozen_as_made(steps: Iterator[None]) -> Iterator[None]:
     gc.freeze()
 
 
-def _let_go(retired: list[dict | list]) -> Iterator[None]:
-    """Drop the items of these dicts and lists one per step (their C++ objects are gone already)."""
+def _retired(layer: _Layer, retired: list[dict | list]) -> Iterator[None]:
+    """The scene items held by these dicts and lists deleted one per step (a list's may be gone already: the
+    boxes a dict held too, the edges' lines), then `layer` with whatever else it still holds."""
     for items in retired:
         drop = items.popitem if isinstance(items, dict) else items.pop
         while items:
-            drop()
+            item = drop()
+            item = item[1] if isinstance(item, tuple) else item
+            if isinstance(item, QGraphicsItem) and shiboken6.isValid(item):
+                shiboken6.delete(item)
             yield
+    shiboken6.delete(layer)
 
 
 def _scene_rect(layout: Layout) -> QRectF:
