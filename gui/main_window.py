@@ -132,8 +132,8 @@ class MainWindow(QMainWindow):
             view.collapse_requested.connect(lambda scopes, s=side: self.session.set_collapsed(s, scopes))
             view.built.connect(lambda s=side: self._on_built(s))
         after = self.panes["after"]
-        for ended in (after.view.painted, after.failed, after.dropped):
-            ended.connect(lambda *_: self._fill_match_list())
+        for ended in (after.view.painted, after.failed, after.dropped):  # in a turn of its own (see _fill_match_list)
+            ended.connect(lambda *_: QTimer.singleShot(1, self, self._fill_match_list))
         # in case the after pane is not painted (hidden, minimised)
         after.view.built.connect(lambda: QTimer.singleShot(FILL_UNPAINTED_MS, self, self._fill_match_list))
         for pane in self.panes.values():
@@ -222,7 +222,9 @@ class MainWindow(QMainWindow):
     def _fill_match_list(self) -> None:
         """The pipeline's matches and near misses into the list, once the after pane is painted: filled in the
         event-loop turn its scene was complete, the list's first rows and the first slice of explanations came
-        before that paint (the 20k graph's after pane 40-70 ms later, in one stall of 90 ms)."""
+        before that paint (the 20k graph's after pane 40-70 ms later, in one stall of 90 ms); filled in the turn
+        of that paint, the paint, the first rows and the first explanations were one stall of 90 ms too. So the
+        paint, the list's first slice and the explanations' first slice each have a turn of their own."""
         if self._results_pending is None or self._after_pending:  # nothing to fill, or its layout yet to start
             return
         results, self._results_pending = self._results_pending, None
@@ -243,8 +245,9 @@ class MainWindow(QMainWindow):
             self._show_properties(self.selection.current)
             self.presentation.refresh()
 
-        run_in_slices(self, pipeline.explanation_steps(), seconds=EXPLAIN_SLICE_S, at_least=1,
-                      current=lambda: self._explaining is pipeline, done=explained)
+        QTimer.singleShot(1, self, lambda: run_in_slices(  # the first slice in the next turn, not the list's
+            self, pipeline.explanation_steps(), seconds=EXPLAIN_SLICE_S, at_least=1,
+            current=lambda: self._explaining is pipeline, done=explained))
 
     def _lay_out_after(self) -> None:
         if self._after_pending:
