@@ -21,10 +21,10 @@ TF_SLOT = "tf"  # the one worker slot for work that uses TensorFlow
 
 
 def adopt_static_shapes(pipeline: PipelineResult) -> None:
-    """In the fusion's worker: the provenance composed, and a bare .pb's shapes, which the passes derived
+    """In the fusion's worker: the provenance composed and indexed, and a bare .pb's shapes, which the passes derived
     without TensorFlow (core.graph.shapes), taken as both graphs' shapes where TensorFlow's inference would
     know no more: its edge labels then need no TensorFlow helper (its import, both graphs pickled across)."""
-    _ = pipeline.provenance
+    pipeline.provenance.touched_from()
     for graph in (pipeline.original, pipeline.fused):
         graph.adopt_static_shapes()
 

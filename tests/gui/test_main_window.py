@@ -70,6 +70,27 @@ def test_toggling_a_pass_changes_the_after_pane(qtbot, toy_window):
     assert not set(relus) & set(toy_window.after.items_by_key)
 
 
+def statuses_match_the_fusion(window) -> None:
+    """Every box of both panes coloured by the current fusion (a pane skips the walk when its items are)."""
+    from fuselens.gui.pane import diff_status
+
+    for side, pane in window.panes.items():
+        status = diff_status(side, window.session.pipeline.provenance)
+        assert {k: i.status for k, i in pane.view.items_by_key.items()} == \
+            {k: status(k) for k in pane.view.items_by_key}, side
+
+
+def test_each_fusion_colours_both_panes_by_what_it_did(qtbot, toy_window):
+    open_and_wait(qtbot, toy_window, SAMPLE)
+    statuses_match_the_fusion(toy_window)
+    assert {i.status for i in toy_window.before.items_by_key.values()} > {"unchanged"}
+    item = toy_window.pass_panel.pass_items[ToyDropActivation.id]
+    for state in (Qt.CheckState.Unchecked, Qt.CheckState.Checked):  # fused again, the before pane not laid out
+        item.setCheckState(0, state)
+        wait_idle(qtbot, toy_window)
+        statuses_match_the_fusion(toy_window)
+
+
 def test_a_new_fusion_is_drawn_in_the_after_pane_after_the_window_shows_its_counts(qtbot, toy_window,
                                                                                       monkeypatch):
     """The fused graph's layout worker starts in the next event-loop turn, once the repaint of the new
