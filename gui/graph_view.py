@@ -363,12 +363,13 @@ class GraphView(QGraphicsView):
         # Qt takes about 10 us to delete an item (the scene's index, its Python wrapper), and clearing the
         # 20k graph's whole picture (Expand all, then Collapse scope) held the GUI thread 90 ms. Hidden meanwhile.
         self.layer.setVisible(False)
-        retired: list[dict | list] = [self.items_by_key, self.frame_items, self.edge_items]
+        wrappers: list[list] = []
         if self._picture_parts is not None:  # it holds the old edges' lines: the last references to most
-            retired += [self._picture_parts.boxes, *self._picture_parts.edge_lines.values()]
+            wrappers = [self._picture_parts.boxes, *self._picture_parts.edge_lines.values()]
             self._picture_parts = None
         # after what an abandoned build (a newer layout came first) had left of its own retiring
-        self._retiring = chain(self._retiring, _retired(self.layer, retired))
+        self._retiring = chain(self._retiring, _retired(self.layer, [self.items_by_key, self.frame_items,
+                                                                     self.edge_items], wrappers))
         self.layer = _Layer()
         scene.addItem(self.layer)
         self.layout_ = layout
@@ -848,16 +849,17 @@ def _frozen_as_made(steps: Iterator[None]) -> Iterator[None]:
     gc.freeze()
 
 
-def _retired(layer: _Layer, retired: list[dict | list]) -> Iterator[None]:
-    """The scene items held by these dicts and lists deleted one per step (a list's may be gone already: the
-    boxes a dict held too, the edges' lines), then `layer` with whatever else it still holds."""
-    for items in retired:
-        drop = items.popitem if isinstance(items, dict) else items.pop
-        while items:
-            item = drop()
-            item = item[1] if isinstance(item, tuple) else item
-            if isinstance(item, QGraphicsItem) and shiboken6.isValid(item):
-                shiboken6.delete(item)
+def _retired(layer: _Layer, items: list[dict], wrappers: list[list]) -> Iterator[None]:
+    """The scene items these dicts hold deleted one per step, then the wrappers these lists hold (of items
+    deleted already, or no scene items: the edges' lines) let go a hundred a step, then `layer` with
+    whatever else it still holds."""
+    for held in items:
+        while held:
+            shiboken6.delete(held.popitem()[1])
+            yield
+    for held in wrappers:
+        while held:
+            del held[-100:]
             yield
     shiboken6.delete(layer)
 
