@@ -18,7 +18,7 @@ from fuselens.core.layout.drawn import collapsible_scopes, drawn_names
 from fuselens.core.layout.expand import close_box, follow_collapsed, is_body_key, open_box, outermost
 from fuselens.core.layout.overview import overview_scopes
 from fuselens.gui.graph_view import GraphView
-from fuselens.gui.workers import WorkerPool
+from fuselens.gui.workers import WorkerPool, collection_paused
 
 
 def legend_html() -> str:
@@ -99,21 +99,23 @@ class Pane(QWidget):
         reopen = [key for key, _ in shown.opened if not key.startswith(SCOPE_PREFIX)] if same else []
 
         def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> tuple[Layout, LayoutChange | None]:
-            if in_place:
-                progress(f"layout ({side}): opening in place")
-                layout = follow_collapsed(graph, shown, collapsed, cache=cache, cancelled=cancelled)
-                if layout is not None:
-                    return layout, layout_change(shown, layout)
-            scopes = collapsed
-            if scopes is None:
-                names = drawn_names(graph)
-                scopes = like & frozenset(collapsible_scopes(names)) if like is not None else overview_scopes(names)
-            layout = layout_graph(graph, scopes, cache=cache, cancelled=cancelled,
-                                  progress=lambda text: progress(f"layout ({side}): {text}"))
-            for key in reopen:
-                if key in layout.nodes and not layout.nodes[key].open:
-                    layout = open_box(graph, layout, key, cache=cache, cancelled=cancelled)
-            return layout, None
+            with collection_paused():
+                if in_place:
+                    progress(f"layout ({side}): opening in place")
+                    layout = follow_collapsed(graph, shown, collapsed, cache=cache, cancelled=cancelled)
+                    if layout is not None:
+                        return layout, layout_change(shown, layout)
+                scopes = collapsed
+                if scopes is None:
+                    names = drawn_names(graph)
+                    scopes = like & frozenset(collapsible_scopes(names)) if like is not None \
+                        else overview_scopes(names)
+                layout = layout_graph(graph, scopes, cache=cache, cancelled=cancelled,
+                                      progress=lambda text: progress(f"layout ({side}): {text}"))
+                for key in reopen:
+                    if key in layout.nodes and not layout.nodes[key].open:
+                        layout = open_box(graph, layout, key, cache=cache, cancelled=cancelled)
+                return layout, None
 
         keep_view = shown is not None and collapsed is not None and shown.collapsed != collapsed
         self.workers.start(f"layout-{side}", f"layout of the {side} graph", task,
@@ -141,8 +143,9 @@ class Pane(QWidget):
             return False
 
         def task(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> tuple[Layout, LayoutChange | None]:
-            layout = edit(cache=cache, cancelled=cancelled)
-            return layout, layout_change(shown, layout)
+            with collection_paused():
+                layout = edit(cache=cache, cancelled=cancelled)
+                return layout, layout_change(shown, layout)
 
         with_shapes = self.drawn_with_shapes
         self.workers.start(f"layout-{side}", f"{'closing' if node.open else 'opening'} {key}", task,
