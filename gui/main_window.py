@@ -10,6 +10,7 @@ they never overlap; TensorFlow itself is never imported here.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Iterable
 
@@ -26,6 +27,7 @@ from fuselens.gui.dialogs import RecentFiles, show_error
 from fuselens.gui.guard import add_reporter, safe_override
 from fuselens.gui.host import PanelHost
 from fuselens.gui.match_list import MatchList
+from fuselens.gui.memory import give_back_freed_memory
 from fuselens.gui.model_jobs import ModelJobs
 from fuselens.gui.overlay import WhyNotOverlay
 from fuselens.gui.pane import Pane, diff_status
@@ -56,6 +58,7 @@ EARLY_FUSION_NODES = 10_000
 # once the first model's after pane is painted, so they do not share the 2 cores with its load, fusion and
 # layout; else once the window has been idle this long (no model opening, or one that failed) ...
 BACKGROUND_IDLE_S = 1.0
+MEMORY_POLL_MS = 100  # after a model opened, how often the window looks whether it is idle (_give_back_memory)
 BACKGROUND_LATEST_S = 30.0  # ... and at the latest this long after the first paint (a 20k-node graph's fusion
 # takes 5-10 s, and two TensorFlow imports beside it share its 2 cores)
 
@@ -74,6 +77,8 @@ class MainWindow(QMainWindow):
         self.session = Session(config)
         self.tensorflow = tensorflow or shared_helper()  # TensorFlow never runs in the window's own process
         self._background_timer: QTimer | None = None  # started at the first paint (_start_background_soon)
+        self._memory_timer = QTimer(self, interval=MEMORY_POLL_MS)  # a model opened: _give_back_memory
+        self._memory_timer.timeout.connect(self._give_back_memory)
         self._background_started = False
         self._shown_at = self._idle_since = 0.0
         self.workers = WorkerPool(self)
@@ -144,7 +149,11 @@ class MainWindow(QMainWindow):
             pane.message.connect(lambda text: self.statusBar().showMessage(text, 10000))
 
     def is_idle(self) -> bool:
-        """No work running or about to start (tests and benchmarks wait for this)."""
+        """No work running or about to start (tests and benchmarks wait for this), the last model's memory given
+        back too."""
+        return self._work_done() and not self._memory_timer.isActive()
+
+    def _work_done(self) -> bool:
         return (not self.workers.busy() and not self.session.busy and not self.match_list.filling
                 and not self.before.building and not self.after.building and not self._after_pending
                 and not self._after_waits_for_paint and self._results_pending is None and self._explaining is None)
@@ -183,6 +192,7 @@ class MainWindow(QMainWindow):
 
     def _show_model(self) -> None:
         model, comparison = self.session.model, self.session.comparison
+        self._memory_timer.start()  # the last model's memory back to the system once this one is drawn
         self._following.clear()
         self._after_waits_for_paint = False
         for side, pane in self.panes.items():
@@ -287,6 +297,14 @@ class MainWindow(QMainWindow):
                 if not self.run_panel.files.take_drop(url.toLocalFile()):  # a profile or run file: imported
                     self.open_model(url.toLocalFile())
                 return
+
+    def _give_back_memory(self) -> None:
+        """Once the window is idle after a model opened (the last one's scene and rows deleted in slices), the
+        pages they were freed from go back to the system (gui.memory)."""
+        if self._work_done():
+            self._memory_timer.stop()
+            gc.collect()  # what is not frozen: little but the last model's cyclic garbage (see Pane._show)
+            give_back_freed_memory()
 
     def _start_background_soon(self) -> None:
         """From the first paint on, look four times a second whether the helper and the probe may start."""
