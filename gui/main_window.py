@@ -58,9 +58,9 @@ EARLY_FUSION_NODES = 10_000
 # once the first model's after pane is painted, so they do not share the 2 cores with its load, fusion and
 # layout; else once the window has been idle this long (no model opening, or one that failed) ...
 BACKGROUND_IDLE_S = 1.0
-MEMORY_POLL_MS = 100  # after a model opened, how often the window looks whether it is idle (_give_back_memory)
 BACKGROUND_LATEST_S = 30.0  # ... and at the latest this long after the first paint (a 20k-node graph's fusion
 # takes 5-10 s, and two TensorFlow imports beside it share its 2 cores)
+MEMORY_POLL_MS = 100  # after a model opened, how often the window looks whether it is idle (_give_back_memory)
 
 
 class MainWindow(QMainWindow):
