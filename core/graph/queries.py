@@ -29,7 +29,7 @@ from fuselens.core.graph.fused import (
     FusedInfo,
 )
 from fuselens.core.graph.order import kahn
-from fuselens.core.graph.shapes import infer_static_shapes, tensorflow_adds_nothing
+from fuselens.core.graph.shapes import Carried, Derived, infer_static_shapes, tensorflow_adds_nothing
 from fuselens.core.graph.tables import NodeTable, Positions
 from fuselens.core.graph.wire import SerializedGraphDef, node_records, record_head
 from fuselens.core.wording import shown
@@ -195,6 +195,7 @@ class Graph:
         self._out_start.frombytes(np.cumsum(np.bincount(producers, minlength=len(names)), dtype=np.int32).tobytes())
         self._in_reader = array("i", np.repeat(np.arange(len(self.nodes), dtype=np.int32), counts).tobytes())
         self._shapes: dict[tuple[str, int], tuple[int | None, ...] | None] | None = None
+        self._shapes_carried = None if source_graph is None else source_graph._carried_to(source)
         # The source graph's decoded constants whose Const the edit left unchanged: each pass's graph would
         # otherwise decode again the BatchNorm statistics the previous pass read.
         self._const_values: dict[str, np.ndarray] = {} if source_graph is None else {
@@ -555,7 +556,7 @@ class Graph:
         if self._shapes is None and self.records_shapes:
             shapes = self.recorded_shapes(name) or []
             return shapes[port] if port < len(shapes) else None
-        return (self._shapes if self._shapes is not None else self._static_shapes).get((name, port))
+        return (self._shapes if self._shapes is not None else self._derived.shapes).get((name, port))
 
     def known_shapes(self) -> dict[tuple[str, int], tuple[int | None, ...] | None] | None:
         """Every output's shape when known without further work (recorded or adopted), else None (see
@@ -565,15 +566,29 @@ class Graph:
         return self._shapes
 
     @cached_property
-    def _static_shapes(self) -> dict[tuple[str, int], tuple[int | None, ...] | None]:
-        return infer_static_shapes(self)
+    def _derived(self) -> Derived:
+        derived = infer_static_shapes(self, self._shapes_carried)
+        self._shapes_carried = None  # what the graph it came from derived is let go
+        return derived
+
+    def _carried_to(self, source: np.ndarray) -> Carried | None:
+        """What a graph an edit of this one built may keep of the shapes derived here (or for the graph this
+        one came from, when none were asked of it); `source[i]`: the id here of its node i when the edit left
+        that node unchanged, else -1."""
+        derived = self.__dict__.get("_derived")
+        if derived is not None:
+            return Carried(derived, source >= 0)
+        carried = self._shapes_carried
+        if carried is None:
+            return None
+        return Carried(carried.derived, (source >= 0) & carried.same[np.maximum(source, 0)])
 
     def adopt_static_shapes(self) -> bool:
         """Whether every output shape is known without TensorFlow (shapes_ready): a bare .pb's, derived here,
         become its shapes when TensorFlow's inference could add nothing to them, so its edge labels need no
         TensorFlow helper (one import and two graphs pickled across, then both panes laid out again)."""
-        if not self.shapes_ready and tensorflow_adds_nothing(self, self._static_shapes):
-            self._shapes = dict(self._static_shapes)
+        if not self.shapes_ready and tensorflow_adds_nothing(self, self._derived.shapes):
+            self._shapes = {key: shape for key, shape in self._derived.shapes.items() if shape is not None}
         return self.shapes_ready
 
     def recorded_shapes(self, name: str) -> list[tuple[int | None, ...] | None] | None:
@@ -648,6 +663,10 @@ class Graph:
         """Nodes in topological_sort() order over data and control edges, minus TF1 while-loop back
         edges (out of LOOP_BACK_EDGE_OPS); GraphDef order among ready nodes. Computed once per graph."""
         return [self._names[i] for i in self._topological[0]]
+
+    def topological_ids(self) -> array:
+        """The node ids of topological_order(), in its order."""
+        return self._topological[0]
 
     def topological_index(self) -> Mapping[str, int]:
         """Each node's position in topological_order() (nodes on or after a cycle have none)."""

@@ -27,7 +27,7 @@ def bare(graph: Graph) -> Graph:
 
 
 def assert_derives_what_tensorflow_recorded(graph: Graph) -> None:
-    derived = infer_static_shapes(bare(graph))
+    derived = infer_static_shapes(bare(graph)).shapes
     recorded = {(node.name, port): shape for node in graph
                 for port, shape in enumerate(graph.recorded_shapes(node.name) or [])}
     wrong = {key: (derived.get(key), shape) for key, shape in recorded.items() if derived.get(key) != shape}
@@ -76,3 +76,44 @@ def test_broadcast_follows_numpy_and_keeps_unknown_dimensions():
     assert broadcast((None, 1, 3), (4, 1)) == (None, 4, 3)
     assert broadcast((2, 3), None) is None
     assert broadcast((None,), (5,)) == (5,)
+
+
+def _reshape_graph(shape_op: str) -> Graph:
+    """x (None, 12) -> Reshape to the Const `target` read through `shape_op` -> Relu; and a Relu on x beside."""
+    float_t = {"T": proto.AttrValue(type=proto.DT_FLOAT)}
+    x = make_node("Placeholder", "x", [], {"dtype": proto.AttrValue(type=proto.DT_FLOAT),
+                                          "shape": proto.AttrValue(shape=proto.shape_proto((None, 12)))})
+    forward = make_node(shape_op, "forward", ["target"], {"T": proto.AttrValue(type=proto.DT_INT32)})
+    reshape = make_node("Reshape", "reshape", ["x", "forward"], float_t)
+    return Graph.from_nodes([x, make_const("target", np.array([-1, 3, 4], np.int32)), forward, reshape,
+                             make_node("Relu", "relu", ["reshape"], float_t),
+                             make_node("Relu", "beside", ["x"], float_t)])
+
+
+@pytest.mark.parametrize("shape_op", ["Identity", "Snapshot"])
+def test_an_edit_that_changes_a_constant_derives_again_what_reads_it_through_a_forwarding_op(shape_op):
+    """A graph an edit built keeps the shapes derived for the graph it came from where nothing it reads
+    changed; a Const given another value under its name changes the shape of the Reshape two nodes on."""
+    graph = _reshape_graph(shape_op)
+    assert graph.output_shape("relu") == (None, 3, 4)
+    editor = graph.editor()
+    editor.mutable("target").attr["value"].tensor.CopyFrom(proto.ndarray_to_tensor(np.array([-1, 2, 6], np.int32)))
+    edited = editor.build()
+    assert edited.output_shape("relu") == (None, 2, 6) and edited.output_shape("beside") == (None, 12)
+    assert edited._derived == infer_static_shapes(Graph.from_bytes(edited.to_bytes()))
+    assert edited._derived.fresh == 4  # target, forward, reshape, relu; x and beside carried over
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
+def test_each_pass_graph_of_a_bare_sample_derives_what_a_fresh_derivation_gives(path):
+    """Every pass's graph carries over the shapes derived for the graph before it (see infer_static_shapes):
+    the default pipeline's fused graph, derived that way, knows exactly what deriving its bytes afresh does."""
+    from fuselens.passes.pipeline import run_pipeline
+
+    graph = bare(Graph.from_bytes(path.read_bytes(), source=path.name))
+    graph.output_shape(graph.topological_order()[0])  # derived before any pass asks (as the window does)
+    fused = run_pipeline(graph).fused
+    afresh = infer_static_shapes(Graph.from_bytes(fused.to_bytes()))
+    assert fused.output_shape(fused.topological_order()[0]) is not None and fused._derived == afresh
+    if fused is not graph:
+        assert fused._derived.fresh < afresh.fresh, "nothing carried over"
