@@ -4,14 +4,13 @@ they never overlap. TensorFlow never runs in the window's own process."""
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from functools import partial
 
 from PySide6.QtWidgets import QStatusBar
 
 from fuselens.core.formats.loaders import LoadedModel
-from fuselens.gui.workers import WorkerPool
+from fuselens.gui.workers import WorkerPool, collection_paused
 from fuselens.passes.pipeline import PipelineResult
 from fuselens.session import FusionJob, Session
 from fuselens.session.pass_files import PassFileRun, cancelled_run
@@ -59,15 +58,19 @@ class ModelJobs:
             return
 
         def fuse(progress: Callable[[str], None], cancelled: Callable[[], bool]) -> PipelineResult:
-            # Its matches are explained once the fused graph is drawn (MainWindow._explain): 15-20 % of a fusion.
-            pipeline = self.tensorflow.fuse(job, progress, cancelled, explain="later")
-            # Here rather than on the GUI thread: the provenance (37 ms on the 20k graph), the shapes (a pass
-            # over every node).
-            adopt_static_shapes(pipeline)
-            # The results live until the next fusion: out of the garbage collector's view, as a pane's
-            # shown graph is (see Pane._show). Collections over the 20k graph's ~5k records as the match
-            # list built their rows held the interpreter lock for up to 120 ms.
-            gc.freeze()
+            # No cyclic collection meanwhile (the passes make no reference cycles, see
+            # tests/passes/test_pipeline_cycles.py), and the results, which live until the next fusion, are then
+            # out of the collector's view, as a pane's shown graph is (see Pane._show). On the 100k graph the
+            # fusion set off 13 full collections of 130-220 ms, each holding the interpreter lock (a GUI-thread
+            # stall); collections over the 20k graph's ~5k records as the match list built its rows took up to
+            # 120 ms.
+            with collection_paused():
+                # Its matches are explained once the fused graph is drawn (MainWindow._explain): 15-20 % of a
+                # fusion.
+                pipeline = self.tensorflow.fuse(job, progress, cancelled, explain="later")
+                # Here rather than on the GUI thread: the provenance (37 ms on the 20k graph), the shapes (a
+                # pass over every node).
+                adopt_static_shapes(pipeline)
             return pipeline
 
         self.workers.start(TF_SLOT, "fusion", fuse, on_finished=lambda pipeline: self._fused(job, pipeline),

@@ -196,17 +196,21 @@ class GraphEditor:
         visited: set[str] = set()  # a node added after a node added after it (a model output's Identity that
         # took the name of the node its new producer was placed after) must not send this round in a circle
 
-        def emit(name: str) -> None:
-            if name in visited:
-                return
-            visited.add(name)
-            if name in self:
-                position = self._changed.get(name)
-                ids[name] = len(where)
-                where.append(table.where[table.ids[name]] if position is None else arena | position)
-                unchanged.append(table.ids[name] if position is None else -1)
-            for added in self._added_after.get(name, ()):
-                emit(added)
+        def emit(first: str) -> None:
+            """`first`, then what was added after it, depth first (a stack, not a recursion: a function that
+            calls itself is a reference cycle, which kept the whole edit alive until a full collection)."""
+            stack = [first]
+            while stack:
+                name = stack.pop()
+                if name in visited:
+                    continue
+                visited.add(name)
+                if name in self:
+                    position = self._changed.get(name)
+                    ids[name] = len(where)
+                    where.append(table.where[table.ids[name]] if position is None else arena | position)
+                    unchanged.append(table.ids[name] if position is None else -1)
+                stack.extend(reversed(self._added_after.get(name, ())))
 
         # A source node the edit neither changed nor removed, and after which nothing was added, keeps its place
         # without a call of emit (most nodes of a big graph): its id in the source is its position in the table.
