@@ -175,6 +175,8 @@ class MainWindow(QMainWindow):
         if collapsed is not None and self._following.get(side) == collapsed:
             del self._following[side]
             self._follow_collapsed(("after",))
+        if side == "before":
+            self._lay_out_after()
 
     def _follow_collapsed(self, sides: tuple[str, ...] = SIDES) -> None:
         """Lay out again the panes whose collapsed scopes changed, the before pane first: both layout workers and
@@ -260,7 +262,12 @@ class MainWindow(QMainWindow):
             current=lambda: self._explaining is pipeline, done=explained))
 
     def _lay_out_after(self) -> None:
-        if self._after_pending:
+        """The fused graph's first layout, with the before pane's scopes collapsed (relayout's `like`): a graph
+        fused at load can be fused before the before pane has chosen its overview's scopes, and the after pane
+        then waits for them (_on_laid_out, or _on_layout_dropped when that layout ends otherwise); laid out
+        first, it kept a scope overview of its own that the before pane's never changed."""
+        if self._after_pending and not (self.session.collapsed["before"] is None
+                                        and self.workers.running("layout-before")):
             self._after_pending = False
             self.relayout("after")
 
@@ -397,6 +404,8 @@ class MainWindow(QMainWindow):
         """A pane shows a new layout; an automatic collapse (a big graph's overview) becomes the session's."""
         if self.session.collapsed[side] != layout.collapsed:
             self.session.set_collapsed(side, layout.collapsed)
+        if side == "before":
+            self._lay_out_after()  # if it waited for these scopes
         self.layout_done.emit(side)
 
     def open_scopes(self, scopes: set[str]) -> None:

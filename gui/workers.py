@@ -200,6 +200,10 @@ class WorkerPool(QObject):
     def busy(self) -> bool:
         return bool(self._running or self._waiting)
 
+    def running(self, slot: str) -> bool:
+        """Whether a task of `slot` runs or waits to."""
+        return slot in self._running or slot in self._waiting
+
     def _drop_waiting(self, slot: str) -> None:
         """A task that never started is told it was cancelled, like one that had."""
         waiting = self._waiting.pop(slot, None)

@@ -161,3 +161,28 @@ def test_a_before_layout_that_is_cancelled_does_not_hold_the_after_pane_back(qtb
     window._on_activated("before", SCOPE_PREFIX + "block10")  # and the next opening follows as usual
     qtbot.waitUntil(lambda: "block10" not in scope_boxes(before) and "block10" not in scope_boxes(after),
                     timeout=WAIT_MS)
+
+
+def test_a_graph_fused_before_its_overview_is_chosen_waits_for_the_before_panes_scopes(
+        qtbot, window, tmp_path, monkeypatch):
+    """A graph under EARLY_FUSION_NODES is fused at load, beside the before pane's first layout; when the fusion
+    ends first, the after pane's first layout waits for the before pane's scopes instead of choosing its own."""
+    import threading
+    import time
+
+    path = tmp_path / "synthetic5k.pb"
+    path.write_bytes(synthetic(5000).graph_def.SerializeToString())
+    layout_graph = fuselens.gui.pane.layout_graph
+    fused = threading.Event()
+
+    def slow_before(graph, *args, **kwargs):
+        if graph is window.session.model.graph:  # the before pane's layout ends after the fusion
+            fused.wait(30)
+            time.sleep(0.2)
+        return layout_graph(graph, *args, **kwargs)
+
+    monkeypatch.setattr(fuselens.gui.pane, "layout_graph", slow_before)
+    window.session.subscribe(lambda what: what == "pipeline" and fused.set())
+    open_and_wait(qtbot, window, str(path), timeout=WAIT_MS * 2)
+    after = window.panes["after"]
+    assert scope_boxes(after) and scope_boxes(after) <= window.session.collapsed["before"]
