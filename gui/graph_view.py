@@ -15,7 +15,7 @@ from itertools import chain, pairwise
 
 import numpy as np
 import shiboken6
-from PySide6.QtCore import QEvent, QLineF, QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QLineF, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (
     QAction,
     QColor,
@@ -359,7 +359,7 @@ class GraphView(QGraphicsView):
         """
         scene = self.scene()
         centre = self.mapToScene(self.viewport().rect().center())
-        # The old items are deleted in slices once the new ones are painted (_finish_build), not by scene.clear():
+        # The old items are deleted in slices, ahead of the new items in the same slices, not by scene.clear():
         # Qt takes about 10 us to delete an item (the scene's index, its Python wrapper), and clearing the
         # 20k graph's whole picture (Expand all, then Collapse scope) held the GUI thread 90 ms. Hidden meanwhile.
         self.layer.setVisible(False)
@@ -386,7 +386,7 @@ class GraphView(QGraphicsView):
         self.building = True
         self.viewport().setUpdatesEnabled(False)  # until _finish_build
         generation = self._build_generation
-        steps = chain((self._add_edge(e) for e in layout.edges),
+        steps = chain(self._retiring, (self._add_edge(e) for e in layout.edges),
                       (self._add_node(n, status) for n in layout.nodes.values()), self._gather_picture_parts())
         run_in_slices(self, _frozen_as_made(steps), seconds=BUILD_SLICE_S, at_least=50,
                       current=lambda: generation == self._build_generation,  # else a newer layout replaced it
@@ -409,6 +409,7 @@ class GraphView(QGraphicsView):
         return item
 
     def _finish_build(self) -> None:
+        self._retiring = iter(())
         self.selected_keys = {k for k in self.selected_keys if k in self.items_by_key}
         for key in self.selected_keys:
             self.items_by_key[key].selected = True
@@ -418,16 +419,6 @@ class GraphView(QGraphicsView):
         self.viewport().setUpdatesEnabled(True)
         self.viewport().update()
         self.built.emit()
-        # Then the old items go, after the paint (a posted event, ahead of the timer): deleted ahead of the new
-        # ones, the after pane's original graph held up the fused graph's first paint (0.15 s of the 20k graph's).
-        # A newer build leaves the rest for its own end (chained in show_layout).
-        generation = self._build_generation
-        QTimer.singleShot(1, self, lambda: run_in_slices(
-            self, self._retiring, seconds=BUILD_SLICE_S, at_least=50,
-            current=lambda: generation == self._build_generation, done=self._retired_all))
-
-    def _retired_all(self) -> None:
-        self._retiring = iter(())
 
     def update_layout(self, layout: Layout, status: Callable[[str], str] | None = None,
                       change: LayoutChange | None = None) -> None:
