@@ -53,11 +53,12 @@ _pausing = 0  # collection_paused() blocks running
 
 @contextmanager
 def collection_paused() -> Iterator[None]:
-    """No cyclic garbage collection while a worker lays a big graph out; what is alive at the end is frozen
-    (gc.freeze) before collection resumes, as the pane freezes a layout it shows anyway. A full collection
+    """No cyclic garbage collection while a worker lays a big graph out or fuses it; what is alive at the end is
+    frozen (gc.freeze) before collection resumes, as the pane freezes a layout it shows anyway. A full collection
     walks every object not frozen, the layout being made among them: on the 100k graph, Expand all's worker
-    set off four of 160-240 ms, and each held the interpreter lock, the GUI thread stalled. Layouts hold no
-    reference cycles, so what they drop is still freed; what is frozen is unfrozen at the next model."""
+    set off four of 160-240 ms, and each held the interpreter lock, the GUI thread stalled. Layouts and
+    fusions hold no reference cycles (tests/passes/test_pipeline_cycles.py), so what they drop is still freed;
+    what is frozen is unfrozen at the next model."""
     global _pausing
     with _PAUSE_LOCK:
         _pausing += 1

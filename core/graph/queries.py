@@ -551,7 +551,8 @@ class Graph:
         where none of them knows it. Never imports TensorFlow.
 
         Samples carry `_output_shapes`, and then one node's are read from its attribute (no table of every
-        shape of every graph a pass built); a bare .pb's are derived once per graph, when first asked.
+        shape of every graph a pass built); a bare .pb's are derived once per graph, when first asked, and a
+        graph a pass built keeps those of the graph it came from where nothing changed (infer_static_shapes).
         """
         if self._shapes is None and self.records_shapes:
             shapes = self.recorded_shapes(name) or []

@@ -4,6 +4,9 @@ pane's scopes; closing a scope gives back the view it was opened from."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 import fuselens.gui.pane
@@ -167,9 +170,6 @@ def test_a_graph_fused_before_its_overview_is_chosen_waits_for_the_before_panes_
         qtbot, window, tmp_path, monkeypatch):
     """A graph under EARLY_FUSION_NODES is fused at load, beside the before pane's first layout; when the fusion
     ends first, the after pane's first layout waits for the before pane's scopes instead of choosing its own."""
-    import threading
-    import time
-
     path = tmp_path / "synthetic5k.pb"
     path.write_bytes(synthetic(5000).graph_def.SerializeToString())
     layout_graph = fuselens.gui.pane.layout_graph
