@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import gc
 import math
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import chain, pairwise
 
 import numpy as np
 import shiboken6
-from PySide6.QtCore import QEvent, QLineF, QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QLineF, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QAction,
     QColor,
@@ -63,6 +64,12 @@ FRAME_Z = -100  # open boxes lie under the edges (z 0) and boxes (z 1); deeper o
 # items (a Python paint call per item in view made one repaint of the fitted 20k graph ~110 ms).
 PICTURE_LOD = 0.12
 PICTURE_MAX_PIXELS = 8_000_000  # a bigger picture (a huge graph near PICTURE_LOD): items are drawn
+# A picture is drawn in the paint that wants it if it takes no longer than this, else the rest in slices of
+# BUILD_SLICE_S between which the event loop runs (the last picture, or none, shown meanwhile): the expanded
+# 100k graph's picture took 170-270 ms, all of it in one paint, a GUI-thread stall.
+PICTURE_INLINE_S = 0.04
+PICTURE_CHUNK = 4096  # edges or boxes drawn per step of a picture
+PICTURE_BAND_ROWS = 256  # rows of a picture filled with the background per step (a 32 MB picture's fill: 86 ms)
 
 
 @dataclass(frozen=True)
@@ -335,7 +342,9 @@ class GraphView(QGraphicsView):
         self.layer = _Layer()  # parent of the layout's items, hidden while the picture is drawn instead
         self.scene().addItem(self.layer)
         self._picture: QImage | None = None
-        self._picture_key: tuple = ()
+        self._picture_key: tuple = ()  # (zoom, look, colour changes, heat changes) the picture was drawn for
+        self._picture_drawing: tuple = ()  # the key of the picture being drawn in slices, if any
+        self._heat_changes = 0
         self._picture_parts: _PictureParts | None = None  # what every picture of the shown items reuses
         self._retiring: Iterator[None] = iter(())  # old items still to delete (show_layout)
         self._build_generation = 0
@@ -387,6 +396,9 @@ class GraphView(QGraphicsView):
             self.centerOn(centre)
         else:
             self.overview()
+        # Hidden before its items come when the picture will stand in for them: hiding them once built (at the
+        # first paint) was one Qt call over every item, 81 ms on the expanded 100k graph.
+        self.layer.setVisible(not self._picture_fits())
         self._build_generation += 1
         self.building = True
         self.viewport().setUpdatesEnabled(False)  # until _finish_build
@@ -419,7 +431,7 @@ class GraphView(QGraphicsView):
         for key in self.selected_keys:
             self.items_by_key[key].selected = True
         self.building = False
-        self._picture = None
+        self._drop_picture()
         self._paint_pending = True
         self.viewport().setUpdatesEnabled(True)
         self.viewport().update()
@@ -546,7 +558,7 @@ class GraphView(QGraphicsView):
                 key = self.layout_.owner.get(name) if self.layout_ else None
                 if key in self.items_by_key:
                     self.items_by_key[key].heat = pick(value / top)
-        self._picture = None
+        self._heat_changes += 1
         self.viewport().update()
 
     def find(self, text: str) -> list[str]:
@@ -594,7 +606,6 @@ class GraphView(QGraphicsView):
     def set_look(self, look: Look) -> None:
         """Paint boxes (in every view: both panes share the look) and this view's background this way."""
         NodeItem.look = look
-        self._picture = None
         self.setBackgroundBrush(QColor(look.background))
         self.viewport().update()
 
@@ -608,41 +619,66 @@ class GraphView(QGraphicsView):
         if self.layer.isVisible() != shown:
             self.layer.setVisible(shown)
         super().paintEvent(event)  # beside a busy worker: see gui.app.SWITCH_INTERVAL_S
-        if self._paint_pending and self.layout_ is not None:
+        if self._paint_pending and self.layout_ is not None and not self._picture_drawing:
             self._paint_pending = False
             self.painted.emit()
 
     # ---- the picture drawn instead of the items when zoomed far out --------------------------
     def picture_wanted(self) -> bool:
         """Whether boxes are so small that one picture of the layout stands in for its items."""
+        return (self.layout_ is not None and not self.building and self._picture_parts is not None
+                and self._picture_fits())
+
+    def _picture_fits(self) -> bool:
         zoom = self.zoom_level()
         rect = self.sceneRect()
-        return (self.layout_ is not None and not self.building and self._picture_parts is not None
-                and zoom < PICTURE_LOD
-                and rect.width() * rect.height() * zoom * zoom <= PICTURE_MAX_PIXELS)
+        return zoom < PICTURE_LOD and rect.width() * rect.height() * zoom * zoom <= PICTURE_MAX_PIXELS
 
     def drawBackground(self, painter: QPainter, rect: QRectF) -> None:
         super().drawBackground(painter, rect)
         if self.layer.isVisible():
             return
         zoom = self.zoom_level()
-        key = (zoom, id(NodeItem.look), self.layer.colour_changes)
-        if self._picture is None or key != self._picture_key:
-            self._picture, self._picture_key = self._render_picture(zoom), key
-        scene = self.sceneRect()
-        painter.drawImage(QRectF(scene.left(), scene.top(), self._picture.width() / zoom,
-                                 self._picture.height() / zoom), self._picture)
+        key = (zoom, id(NodeItem.look), self.layer.colour_changes, self._heat_changes)
+        if key != self._picture_key and key != self._picture_drawing:
+            self._draw_picture(key)
+        if self._picture is not None:  # meanwhile the last one, at its own zoom
+            drawn_at = self._picture_key[0]
+            scene = self.sceneRect()
+            painter.drawImage(QRectF(scene.left(), scene.top(), self._picture.width() / drawn_at,
+                                     self._picture.height() / drawn_at), self._picture)
         self._draw_marks(painter, zoom)
 
-    def _render_picture(self, zoom: float) -> QImage:
-        """The whole layout at `zoom`, one pixel per screen pixel: frames, edges as lines, boxes filled
-        with their colours (at least 2 px wide, 1 px tall), one drawRects call per colour pair."""
+    def _draw_picture(self, key: tuple) -> None:
+        """The picture for `key` drawn now if it takes no longer than PICTURE_INLINE_S, else finished in slices
+        (a newer key or layout drops it), the view repainted when it is in."""
+        steps = self._picture_steps(key)
+        self._picture_drawing = key
+        deadline = time.perf_counter() + PICTURE_INLINE_S
+        for _ in steps:
+            if time.perf_counter() > deadline:
+                QTimer.singleShot(1, self, lambda: run_in_slices(
+                    self, steps, seconds=BUILD_SLICE_S, at_least=1, current=lambda: self._picture_drawing == key,
+                    done=self.viewport().update))
+                return
+
+    def _drop_picture(self) -> None:
+        self._picture, self._picture_key, self._picture_drawing = None, (), ()
+
+    def _picture_steps(self, key: tuple) -> Iterator[None]:
+        """The whole layout at the key's zoom, one pixel per screen pixel, drawn a band or chunk per step:
+        frames, edges as lines, boxes filled with their colours (at least 2 px wide, 1 px tall), one drawRects
+        call per colour pair and chunk. The last step makes it the view's picture."""
+        zoom = key[0]
         parts = self._picture_parts
         scene = self.sceneRect()
         image = QImage(max(1, math.ceil(scene.width() * zoom)), max(1, math.ceil(scene.height() * zoom)),
                        QImage.Format.Format_ARGB32_Premultiplied)
-        image.fill(QColor(NodeItem.look.background))
         painter = QPainter(image)
+        background = QColor(NodeItem.look.background)
+        for top in range(0, image.height(), PICTURE_BAND_ROWS):
+            painter.fillRect(0, top, image.width(), PICTURE_BAND_ROWS, background)
+            yield
         painter.scale(zoom, zoom)
         painter.translate(-scene.left(), -scene.top())
         for frame in sorted(self.frame_items.values(), key=lambda item: item.zValue()):
@@ -653,22 +689,28 @@ class GraphView(QGraphicsView):
             painter.drawRect(frame.sceneBoundingRect().adjusted(4, 4, -4, -4))
         for control, colour in EDGE_COLOURS.items():
             painter.setPen(QPen(QColor(colour), 0))
-            painter.drawLines(parts.edge_lines[control])
-        rects = parts.rects(2 / zoom, 1 / zoom)
-        groups: dict[tuple, tuple[NodeItem, list[QRectF]]] = {}  # by what decides a box's colours and border
-        for item, rect, dashed in zip(parts.boxes, rects, parts.dashed, strict=True):
-            look = (item.heat.rgba() if item.heat is not None else None, item.status, item.category, dashed)
-            groups.setdefault(look, (item, []))[1].append(rect)
-        for (*_, dashed), (item, group) in groups.items():
-            fill, border = item.colours()
-            pen = QPen(border, 0)
-            if dashed:  # a collapsed scope's box is dashed, as its item draws it
-                pen.setStyle(Qt.PenStyle.DashLine)
-            painter.setPen(pen)
-            painter.setBrush(fill)
-            painter.drawRects(group)
+            lines = parts.edge_lines[control]
+            for start in range(0, len(lines), PICTURE_CHUNK):
+                painter.drawLines(lines[start:start + PICTURE_CHUNK])
+                yield
+        for start in range(0, len(parts.boxes), PICTURE_CHUNK):
+            stop = start + PICTURE_CHUNK
+            groups: dict[tuple, tuple[NodeItem, list[QRectF]]] = {}  # by what decides a box's colours and border
+            for item, rect, dashed in zip(parts.boxes[start:stop], parts.rects(2 / zoom, 1 / zoom, start, stop),
+                                          parts.dashed[start:stop], strict=True):
+                look = (item.heat.rgba() if item.heat is not None else None, item.status, item.category, dashed)
+                groups.setdefault(look, (item, []))[1].append(rect)
+            for (*_, dashed), (item, group) in groups.items():
+                fill, border = item.colours()
+                pen = QPen(border, 0)
+                if dashed:  # a collapsed scope's box is dashed, as its item draws it
+                    pen.setStyle(Qt.PenStyle.DashLine)
+                painter.setPen(pen)
+                painter.setBrush(fill)
+                painter.drawRects(group)
+            yield
         painter.end()
-        return image
+        self._picture, self._picture_key, self._picture_drawing = image, key, ()
 
     def _draw_marks(self, painter: QPainter, zoom: float) -> None:
         """Selection and search hits over the picture, at least 6 px across so they show from afar."""
@@ -829,10 +871,11 @@ class _PictureParts:
     geometry: np.ndarray  # per box: centre x, centre y, width, height
     edge_lines: dict[bool, list[QLineF]]  # by `edge.control`
 
-    def rects(self, min_width: float, min_height: float) -> list[QRectF]:
-        """Each box's scene rect, at least this big (so it shows in a far-out picture), in `boxes` order."""
-        x, y = self.geometry[:, 0], self.geometry[:, 1]
-        width, height = np.maximum(self.geometry[:, 2], min_width), np.maximum(self.geometry[:, 3], min_height)
+    def rects(self, min_width: float, min_height: float, start: int, stop: int) -> list[QRectF]:
+        """The scene rects of boxes[start:stop], at least this big (so they show in a far-out picture)."""
+        geometry = self.geometry[start:stop]
+        x, y = geometry[:, 0], geometry[:, 1]
+        width, height = np.maximum(geometry[:, 2], min_width), np.maximum(geometry[:, 3], min_height)
         return [QRectF(*row) for row in np.stack([x - width / 2, y - height / 2, width, height], axis=1).tolist()]
 
 

@@ -118,3 +118,31 @@ def test_the_picture_follows_the_heat_overlay(far_view):
     assert pixel_at_box(view, key).name() == "#7b1fa2"
     view.set_heat(None)
     assert pixel_at_box(view, key).name() == QColor(NodeItem.look.fills[view.items_by_key[key].node.category]).name()
+
+
+def test_a_picture_too_slow_for_one_paint_is_drawn_in_slices_the_last_one_shown_meanwhile(far_view, qtbot,
+                                                                                          monkeypatch):
+    view, key = far_view
+    fill = QColor(NodeItem.look.fills[view.items_by_key[key].node.category]).name()
+    assert pixel_at_box(view, key).name() == fill  # drawn in its paint: a small graph's picture is quick
+    monkeypatch.setattr(graph_view, "PICTURE_INLINE_S", 0.0)
+    monkeypatch.setattr(graph_view, "PICTURE_CHUNK", 8)  # a step per 8 edges or boxes: many slices
+    drawn_at = view.zoom_level()
+    view.zoom(0.8)
+    view.centerOn(view.items_by_key[key].node.x, view.items_by_key[key].node.y)
+    assert pixel_at_box(view, key).name() == fill  # the last picture, scaled, while the new one is drawn
+    assert view._picture_key[0] == drawn_at and view._picture_drawing
+    qtbot.waitUntil(lambda: view._picture_key[:1] == (view.zoom_level(),), timeout=10000)
+    assert not view._picture_drawing and pixel_at_box(view, key).name() == fill
+
+
+def test_a_layout_drawn_as_a_picture_is_painted_once_its_picture_is_in(far_view, qtbot, monkeypatch):
+    view, _ = far_view
+    monkeypatch.setattr(graph_view, "PICTURE_INLINE_S", 0.0)
+    monkeypatch.setattr(graph_view, "PICTURE_CHUNK", 8)
+    painted = []
+    view.painted.connect(lambda: painted.append(view._picture is not None and not view._picture_drawing))
+    view.show_layout(view.layout_, keep_view=True)  # as Expand all does: the view stays far out
+    assert not view.layer.isVisible()  # hidden before its items were made: no hiding them all at the first paint
+    qtbot.waitUntil(lambda: bool(painted), timeout=20000)
+    assert painted == [True] and not view.layer.isVisible()
