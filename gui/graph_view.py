@@ -67,7 +67,7 @@ PICTURE_MAX_PIXELS = 8_000_000  # a bigger picture (a huge graph near PICTURE_LO
 # A picture is drawn in the paint that wants it if it takes no longer than this, else the rest in slices of
 # BUILD_SLICE_S between which the event loop runs (the last picture, or none, shown meanwhile): the expanded
 # 100k graph's picture took 170-270 ms, all of it in one paint, a GUI-thread stall.
-PICTURE_INLINE_S = 0.04
+PICTURE_INLINE_S = 0.025
 PICTURE_CHUNK = 4096  # edges or boxes drawn per step of a picture
 PICTURE_BAND_ROWS = 256  # rows of a picture filled with the background per step (a 32 MB picture's fill: 86 ms)
 
