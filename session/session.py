@@ -138,8 +138,12 @@ class Session:
 
     def first_fusion(self) -> FusionJob | None:
         """The loaded model's first fusion job, once (None before the model is loaded and after): the window asks
-        when the original graph is on screen, or at once for a graph small enough to fuse beside its drawing."""
-        return self._new_job() if self.stage is Stage.DRAWING else None
+        when the original graph is on screen, or at once for a graph small enough to fuse beside its drawing. It
+        starts while another model loads too: were that load to fail, the open model would come back to a
+        drawing stage whose paint had passed, and wait for a fusion that no one would start (the chaos driver
+        found it, seed 1: the window never idle again)."""
+        drawing = self.stage is Stage.DRAWING or (self.stage is Stage.LOADING and self._resume is Stage.DRAWING)
+        return self._new_job() if drawing else None
 
     # ---- fusion ------------------------------------------------------------------------------
     def set_config(self, config: PassConfig) -> FusionJob | None:
@@ -179,7 +183,7 @@ class Session:
         assert self.model is not None
         self._jobs += 1
         self._job = FusionJob(self._jobs, self.model.graph, self.config, self.pass_files)
-        self._set_stage(Stage.FUSING)
+        self._advance(Stage.FUSING)
         return self._job
 
     def is_current(self, job: FusionJob) -> bool:

@@ -96,6 +96,17 @@ def test_a_failed_load_keeps_the_open_model_and_its_stage(session, model):
     assert session.stage is Stage.SHAPES and session.model is model
 
 
+def test_a_model_drawn_while_another_loads_is_fused_and_settles_when_that_load_fails(session, model):
+    session.set_model(model)
+    session.start_loading()  # another model opened before this one's first paint
+    job = session.first_fusion()  # its original graph is on screen now
+    assert job is not None and session.stage is Stage.LOADING
+    session.load_failed()
+    assert session.stage is Stage.FUSING and session.first_fusion() is None
+    assert session.fusion_done(job, fuse(job)) and session.shapes_done(job)
+    assert session.stage is Stage.READY and not session.busy
+
+
 def test_a_failed_job_settles_and_can_be_retried(session, model):
     session.set_model(model)
     job = session.first_fusion()
