@@ -74,7 +74,7 @@ def child(seed: int, actions: int) -> int:
     slowest = sorted(report.log, key=lambda line: -float(line.rsplit("(", 1)[1].split(" ")[0]))[:5]
     print(json.dumps({"summary": report.summary(), "rate": report.actions / report.seconds,
                       "stall_ms": report.longest_stall_ms, "exceptions": report.exceptions,
-                      "qt_warnings": report.qt_warnings, "left": left, "slowest": slowest,
+                      "qt_warnings": report.qt_warnings, "stuck": report.stuck, "left": left, "slowest": slowest,
                       "replay": report.replay}))
     return 0
 
@@ -91,9 +91,9 @@ def main() -> int:
         return child(seeds[0], args.actions)
     env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("BENCH_PLATFORM", "offscreen"),
            "TF_CPP_MIN_LOG_LEVEL": "2"}
-    print(f"| seed | actions | actions/s | longest stall (ms) | exceptions | Qt warnings | left running | "
+    print(f"| seed | actions | actions/s | longest stall (ms) | exceptions | Qt warnings | never idle | left running | "
           f"platform {env['QT_QPA_PLATFORM']} |")
-    print("|---:|---:|---:|---:|---:|---:|---|---|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---|---|")
     failed = False
     for seed in seeds:
         token = f"{os.getpid()}-{seed}"
@@ -105,16 +105,16 @@ def main() -> int:
         if done.returncode != 0 or not lines:
             died = (f"died: {signal.Signals(-done.returncode).name}" if done.returncode < 0
                     else f"exit {done.returncode}")
-            print(f"| {seed} | {args.actions} | | | {died} | | | replay: --seed {seed} |")
+            print(f"| {seed} | {args.actions} | | | {died} | | | | replay: --seed {seed} |")
             print(done.stderr[-2000:], file=sys.stderr)
             failed = True
             continue
         row = json.loads(lines[-1])
         row["left"] += [f"after exit: {o}" for o in orphans]
-        failed |= bool(row["exceptions"] or row["qt_warnings"] or row["left"])
+        failed |= bool(row["exceptions"] or row["qt_warnings"] or row["stuck"] or row["left"])
         print(f"| {seed} | {args.actions} | {row['rate']:.1f} | {row['stall_ms']:.0f} | {len(row['exceptions'])} | "
-              f"{len(row['qt_warnings'])} | {', '.join(row['left']) or 'none'} | |", flush=True)
-        for line in row["exceptions"][:5] + row["qt_warnings"][:5]:
+              f"{len(row['qt_warnings'])} | {len(row['stuck'])} | {', '.join(row['left']) or 'none'} | |", flush=True)
+        for line in row["exceptions"][:5] + row["qt_warnings"][:5] + row["stuck"][:5]:
             print(f"    {line}")
         print(f"    slowest steps: {'; '.join(row['slowest'])}")
     return 1 if failed else 0

@@ -93,6 +93,7 @@ class ChaosReport:
     kinds: Counter = field(default_factory=Counter)
     exceptions: list[str] = field(default_factory=list)
     qt_warnings: list[str] = field(default_factory=list)
+    stuck: list[str] = field(default_factory=list)  # waits for an idle window that timed out, and what was busy
     longest_stall_ms: float = 0.0
     seconds: float = 0.0
     log: list[str] = field(default_factory=list)
@@ -105,7 +106,7 @@ class ChaosReport:
         rate = self.actions / self.seconds if self.seconds else 0.0
         return (f"seed {self.seed}: {self.actions} actions in {self.seconds:.1f} s ({rate:.1f}/s), "
                 f"longest stall {self.longest_stall_ms:.0f} ms, {len(self.exceptions)} exceptions, "
-                f"{len(self.qt_warnings)} Qt warnings; kinds {dict(self.kinds)}")
+                f"{len(self.qt_warnings)} Qt warnings, {len(self.stuck)} never idle; kinds {dict(self.kinds)}")
 
 
 class Chaos:
@@ -209,6 +210,17 @@ class Chaos:
         deadline = time.monotonic() + self.idle_timeout_s
         while not self.window.is_idle() and time.monotonic() < deadline:
             self._spin(20)
+        if not self.window.is_idle():  # a hang: work the window waits for that nothing will do
+            self.report.stuck.append(f"after {self.report.log[-1] if self.report.log else 'the start'}: "
+                                     f"not idle in {self.idle_timeout_s:.0f} s ({self._busy()})")
+
+    def _busy(self) -> str:
+        window = self.window
+        flags = {"a worker": window.workers.busy(), f"the session ({window.session.stage.name})": window.session.busy,
+                 "the match list": window.match_list.filling, "the before pane": window.before.building,
+                 "the after pane": window.after.building, "the after layout": window._after_pending,
+                 "explanations": window._explaining is not None}
+        return ", ".join(name for name, busy in flags.items() if busy) or "only the memory timer"
 
     @contextmanager
     def _heartbeat(self) -> Iterator[None]:

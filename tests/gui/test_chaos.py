@@ -24,4 +24,5 @@ def test_the_window_survives_200_random_actions(qtbot, tmp_path, layout_cache, s
     failure = f"{report.summary()}\nreplay: {report.replay}\n" + "\n".join(report.log[-20:])
     assert report.exceptions == [], failure + "\n" + "\n".join(report.exceptions)
     assert report.qt_warnings == [], failure + "\n" + "\n".join(report.qt_warnings)
+    assert report.stuck == [], failure + "\n" + "\n".join(report.stuck)
     assert left == [], failure + f"\nleft running: {left}"
