@@ -675,41 +675,43 @@ class GraphView(QGraphicsView):
         image = QImage(max(1, math.ceil(scene.width() * zoom)), max(1, math.ceil(scene.height() * zoom)),
                        QImage.Format.Format_ARGB32_Premultiplied)
         painter = QPainter(image)
-        background = QColor(NodeItem.look.background)
-        for top in range(0, image.height(), PICTURE_BAND_ROWS):
-            painter.fillRect(0, top, image.width(), PICTURE_BAND_ROWS, background)
-            yield
-        painter.scale(zoom, zoom)
-        painter.translate(-scene.left(), -scene.top())
-        for frame in sorted(self.frame_items.values(), key=lambda item: item.zValue()):
-            fill, border = frame.colours()
-            fill.setAlpha(70)
-            painter.setPen(QPen(border, 0))
-            painter.setBrush(fill)
-            painter.drawRect(frame.sceneBoundingRect().adjusted(4, 4, -4, -4))
-        for control, colour in EDGE_COLOURS.items():
-            painter.setPen(QPen(QColor(colour), 0))
-            lines = parts.edge_lines[control]
-            for start in range(0, len(lines), PICTURE_CHUNK):
-                painter.drawLines(lines[start:start + PICTURE_CHUNK])
+        try:  # a drawing dropped half-way (a newer zoom, a new layout) ends its painter before its image goes
+            background = QColor(NodeItem.look.background)
+            for top in range(0, image.height(), PICTURE_BAND_ROWS):
+                painter.fillRect(0, top, image.width(), PICTURE_BAND_ROWS, background)
                 yield
-        for start in range(0, len(parts.boxes), PICTURE_CHUNK):
-            stop = start + PICTURE_CHUNK
-            groups: dict[tuple, tuple[NodeItem, list[QRectF]]] = {}  # by what decides a box's colours and border
-            for item, rect, dashed in zip(parts.boxes[start:stop], parts.rects(2 / zoom, 1 / zoom, start, stop),
-                                          parts.dashed[start:stop], strict=True):
-                look = (item.heat.rgba() if item.heat is not None else None, item.status, item.category, dashed)
-                groups.setdefault(look, (item, []))[1].append(rect)
-            for (*_, dashed), (item, group) in groups.items():
-                fill, border = item.colours()
-                pen = QPen(border, 0)
-                if dashed:  # a collapsed scope's box is dashed, as its item draws it
-                    pen.setStyle(Qt.PenStyle.DashLine)
-                painter.setPen(pen)
+            painter.scale(zoom, zoom)
+            painter.translate(-scene.left(), -scene.top())
+            for frame in sorted(self.frame_items.values(), key=lambda item: item.zValue()):
+                fill, border = frame.colours()
+                fill.setAlpha(70)
+                painter.setPen(QPen(border, 0))
                 painter.setBrush(fill)
-                painter.drawRects(group)
-            yield
-        painter.end()
+                painter.drawRect(frame.sceneBoundingRect().adjusted(4, 4, -4, -4))
+            for control, colour in EDGE_COLOURS.items():
+                painter.setPen(QPen(QColor(colour), 0))
+                lines = parts.edge_lines[control]
+                for start in range(0, len(lines), PICTURE_CHUNK):
+                    painter.drawLines(lines[start:start + PICTURE_CHUNK])
+                    yield
+            for start in range(0, len(parts.boxes), PICTURE_CHUNK):
+                stop = start + PICTURE_CHUNK
+                groups: dict[tuple, tuple[NodeItem, list[QRectF]]] = {}  # by what decides a box's colours and border
+                for item, rect, dashed in zip(parts.boxes[start:stop], parts.rects(2 / zoom, 1 / zoom, start, stop),
+                                              parts.dashed[start:stop], strict=True):
+                    look = (item.heat.rgba() if item.heat is not None else None, item.status, item.category, dashed)
+                    groups.setdefault(look, (item, []))[1].append(rect)
+                for (*_, dashed), (item, group) in groups.items():
+                    fill, border = item.colours()
+                    pen = QPen(border, 0)
+                    if dashed:  # a collapsed scope's box is dashed, as its item draws it
+                        pen.setStyle(Qt.PenStyle.DashLine)
+                    painter.setPen(pen)
+                    painter.setBrush(fill)
+                    painter.drawRects(group)
+                yield
+        finally:
+            painter.end()
         self._picture, self._picture_key, self._picture_drawing = image, key, ()
 
     def _draw_marks(self, painter: QPainter, zoom: float) -> None:

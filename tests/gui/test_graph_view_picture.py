@@ -146,3 +146,42 @@ def test_a_layout_drawn_as_a_picture_is_painted_once_its_picture_is_in(far_view,
     assert not view.layer.isVisible()  # hidden before its items were made: no hiding them all at the first paint
     qtbot.waitUntil(lambda: bool(painted), timeout=20000)
     assert painted == [True] and not view.layer.isVisible()
+
+
+CLOSED_WHILE_DRAWING = """
+import sys
+from PySide6.QtWidgets import QApplication
+app = QApplication([])
+from fuselens.core.formats.loaders import load_model
+from fuselens.core.formats.samples import sample_path
+from fuselens.core.layout import LayoutCache, layout_graph
+from fuselens.gui import graph_view
+from fuselens.gui.graph_view import PICTURE_LOD, GraphView
+graph_view.PICTURE_INLINE_S, graph_view.PICTURE_CHUNK = 0.0, 8
+view = GraphView()
+view.resize(600, 500)
+view.show()
+view.show_layout(layout_graph(load_model(sample_path("resnet50")).graph, frozenset(), cache=LayoutCache(None)))
+while view.building:
+    app.processEvents()
+view.resetTransform()
+view.scale(PICTURE_LOD * 0.8, PICTURE_LOD * 0.8)
+view.viewport().grab()  # a picture started, the rest of it queued
+assert view._picture_drawing
+view.close()
+print("closed while drawing")
+"""
+
+
+def test_a_window_closed_while_a_picture_is_drawn_exits_cleanly():
+    """A drawing still queued when the process ends: its image was freed with its painter still on it (Qt:
+    "QPaintDevice: Cannot destroy paint device that is being painted"), and the benchmark's child died at exit."""
+    import subprocess
+    import sys
+
+    from fuselens.core.package_data import child_environ, import_root
+
+    done = subprocess.run([sys.executable, "-c", CLOSED_WHILE_DRAWING], capture_output=True, text=True, timeout=120,
+                          cwd=str(import_root()), env=child_environ(QT_QPA_PLATFORM="offscreen"))
+    assert "closed while drawing" in done.stdout, done.stderr[-2000:]
+    assert done.returncode == 0 and "being painted" not in done.stderr, done.stderr[-2000:]
