@@ -12,12 +12,10 @@ import logging
 import threading
 import time
 import traceback
-from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import shiboken6
 from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QToolButton, QWidget
 
@@ -32,73 +30,21 @@ def run_in_slices(context: QObject, steps: Iterator[object], *, seconds: float, 
                   current: Callable[[], bool], done: Callable[[], None]) -> None:
     """GUI-thread work too big for one go (a scene's items, a list's rows): `steps` run about `seconds`
     at a time (at least `at_least` steps a slice), the event loop runs between slices, and `done()`
-    follows the last step. Newer work replacing this one makes `current()` false, and a deleted `context`
-    drops it too: the rest is dropped.
+    follows the last step. Newer work replacing this one makes `current()` false: the rest is dropped.
 
-    The first slice runs here (queued instead when this is called from a slice). Every later slice of every
-    list waits its turn in one queue, one slice per turn of the event loop: with a list each, the after pane's
-    build, the match list and the explanations ran a slice each back to back (the 100k graph's open, 85-133 ms
-    between two ticks of a 5 ms heartbeat). The turn waits on a 1 ms timer, not `QTimer.singleShot(0, ...)`:
-    that one is a posted call, which Qt delivers ahead of due timers, so timers (a heartbeat, an animation)
-    ran only every second slice (tests/gui/test_workers.py).
+    The next slice waits on a 1 ms timer, not `QTimer.singleShot(0, ...)`: that one is a posted call,
+    which Qt delivers ahead of due timers, so timers (a heartbeat, an animation) ran only every second
+    slice, every fourth with two lists of slices at once (tests/gui/test_workers.py).
     """
-    slices = _Slices(context, steps, seconds, at_least, current, done)
-    if not slices.wanted() or (not _SLICES.running and slices.run()):
+    if not current():
         return
-    _SLICES.queue.append(slices)
-    _SLICES.schedule()
-
-
-class _Slices:
-    """One list of slices (run_in_slices)."""
-
-    def __init__(self, context: QObject, steps: Iterator[object], seconds: float, at_least: int,
-                 current: Callable[[], bool], done: Callable[[], None]):
-        self.context, self.steps, self.seconds, self.at_least = context, steps, seconds, at_least
-        self.current, self.done = current, done
-
-    def wanted(self) -> bool:
-        return shiboken6.isValid(self.context) and self.current()
-
-    def run(self) -> bool:
-        """One slice; True once the last step has run and `done()` was called."""
-        deadline = time.perf_counter() + self.seconds
-        for count, _step in enumerate(self.steps, 1):
-            if count >= self.at_least and time.perf_counter() > deadline:
-                return False
-        self.done()
-        return True
-
-
-class _SliceQueue:
-    """Every list's next slice, taken in turn, one per turn of the event loop."""
-
-    def __init__(self) -> None:
-        self.queue: deque[_Slices] = deque()
-        self.running = False  # a slice is running: a list started from it waits its turn
-        self._scheduled = False
-
-    def schedule(self) -> None:
-        if not self._scheduled and self.queue:
-            self._scheduled = True
-            QTimer.singleShot(1, self._turn)
-
-    def _turn(self) -> None:
-        self._scheduled = False
-        self.running = True
-        try:
-            while self.queue:
-                slices = self.queue.popleft()
-                if slices.wanted():
-                    if not slices.run():  # a step that raised drops its list, as its own timer's call did
-                        self.queue.append(slices)
-                    return
-        finally:
-            self.running = False
-            self.schedule()
-
-
-_SLICES = _SliceQueue()
+    deadline = time.perf_counter() + seconds
+    for count, _step in enumerate(steps, 1):
+        if count >= at_least and time.perf_counter() > deadline:
+            QTimer.singleShot(1, context, lambda: run_in_slices(context, steps, seconds=seconds, at_least=at_least,
+                                                                current=current, done=done))
+            return
+    done()
 
 
 _PAUSE_LOCK = threading.Lock()
