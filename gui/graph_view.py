@@ -293,7 +293,7 @@ class _Layer(QGraphicsItem):
 
     def __init__(self) -> None:
         super().__init__()
-        self.colour_changes = 0  # diff-status changes of its boxes (a pane sets them on the items)
+        self.colour_changes = 0  # diff-status and heat changes of its boxes (the far-zoom picture's key)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemHasNoContents, True)
 
     @safe_override(QRectF())
@@ -342,9 +342,8 @@ class GraphView(QGraphicsView):
         self.layer = _Layer()  # parent of the layout's items, hidden while the picture is drawn instead
         self.scene().addItem(self.layer)
         self._picture: QImage | None = None
-        self._picture_key: tuple = ()  # (zoom, look, colour changes, heat changes) the picture was drawn for
+        self._picture_key: tuple = ()  # (zoom, look, colour changes) the picture was drawn for
         self._picture_drawing: tuple = ()  # the key of the picture being drawn in slices, if any
-        self._heat_changes = 0
         self._picture_parts: _PictureParts | None = None  # what every picture of the shown items reuses
         self._retiring: Iterator[None] = iter(())  # old items still to delete (show_layout)
         self._build_generation = 0
@@ -558,7 +557,7 @@ class GraphView(QGraphicsView):
                 key = self.layout_.owner.get(name) if self.layout_ else None
                 if key in self.items_by_key:
                     self.items_by_key[key].heat = pick(value / top)
-        self._heat_changes += 1
+        self.layer.colour_changes += 1
         self.viewport().update()
 
     def find(self, text: str) -> list[str]:
@@ -639,7 +638,7 @@ class GraphView(QGraphicsView):
         if self.layer.isVisible():
             return
         zoom = self.zoom_level()
-        key = (zoom, id(NodeItem.look), self.layer.colour_changes, self._heat_changes)
+        key = (zoom, id(NodeItem.look), self.layer.colour_changes)
         if key != self._picture_key and key != self._picture_drawing:
             self._draw_picture(key)
         if self._picture is not None:  # meanwhile the last one, at its own zoom
