@@ -154,9 +154,18 @@ class MainWindow(QMainWindow):
         return self._work_done() and not self._memory_timer.isActive()
 
     def _work_done(self) -> bool:
-        return (not self.workers.busy() and not self.session.busy and not self.match_list.filling
-                and not self.before.building and not self.after.building and not self._after_pending
-                and not self._after_waits_for_paint and self._results_pending is None and self._explaining is None)
+        return not self.work_under_way()
+
+    def work_under_way(self) -> list[str]:
+        """What the window is still doing or about to do, named (empty once the work is done): a test that waited
+        in vain for an idle window says what it waited on."""
+        pending = {"a worker": self.workers.busy(), f"the session ({self.session.stage.name})": self.session.busy,
+                   "the match list": self.match_list.filling, "the before pane's scene": self.before.building,
+                   "the after pane's scene": self.after.building, "the after pane's layout": self._after_pending,
+                   "the after pane, for the before pane's paint": self._after_waits_for_paint,
+                   "the match list's results": self._results_pending is not None,
+                   "the explanations": self._explaining is not None}
+        return [name for name, under_way in pending.items() if under_way]
 
     # ---- the session's changes become views -----------------------------------------------------
     def _on_session(self, what: str) -> None:

@@ -212,15 +212,8 @@ class Chaos:
             self._spin(20)
         if not self.window.is_idle():  # a hang: work the window waits for that nothing will do
             self.report.stuck.append(f"after {self.report.log[-1] if self.report.log else 'the start'}: "
-                                     f"not idle in {self.idle_timeout_s:.0f} s ({self._busy()})")
-
-    def _busy(self) -> str:
-        window = self.window
-        flags = {"a worker": window.workers.busy(), f"the session ({window.session.stage.name})": window.session.busy,
-                 "the match list": window.match_list.filling, "the before pane": window.before.building,
-                 "the after pane": window.after.building, "the after layout": window._after_pending,
-                 "explanations": window._explaining is not None}
-        return ", ".join(name for name, busy in flags.items() if busy) or "only the memory timer"
+                                     f"not idle in {self.idle_timeout_s:.0f} s "
+                                     f"({', '.join(self.window.work_under_way()) or 'only the memory timer'})")
 
     @contextmanager
     def _heartbeat(self) -> Iterator[None]:
