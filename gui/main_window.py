@@ -39,7 +39,7 @@ from fuselens.gui.run_panel import BACKEND_PROBE, install_run_panel
 from fuselens.gui.search import SearchHits
 from fuselens.gui.selection import Selection, SelectionModel
 from fuselens.gui.stages_panel import install_stages_panel
-from fuselens.gui.workers import WorkerPool, run_in_slices
+from fuselens.gui.workers import WorkerPool, frozen_as_made, run_in_slices
 from fuselens.passes.base import Match, NearMiss
 from fuselens.passes.config import PassConfig
 from fuselens.passes.pipeline import PipelineResult
@@ -48,6 +48,7 @@ from fuselens.session.tensorflow_helper import TensorFlowHelper, fusion_needs_te
 
 FILL_UNPAINTED_MS = 300  # the match list fills this long after the after pane's scene is built, if never painted
 EXPLAIN_SLICE_S = 0.015  # the matches' explanations (MainWindow._explain), this long a slice
+EXPLAINED_FROZEN_EVERY = 500  # explanations made between two gc.freeze() calls (workers.frozen_as_made)
 # A graph of at most this many nodes that fuses without TensorFlow is fused as soon as it is loaded, beside its
 # first layout: that is dot, a child process, and its scene is small (MobileNetV2's after pane 1.39 -> 0.99 s,
 # DenseNet121's 1.99 -> 1.55 s). A bigger one is fused once drawn: its layout and scene are this process's
@@ -92,6 +93,7 @@ class MainWindow(QMainWindow):
         self._results_pending: list | None = None  # the match list's, once the after pane is drawn
         self._explaining: PipelineResult | None = None  # whose matches are being explained (_explain)
         self._after_waits_for_paint = False  # the after pane follows new scopes after the before pane's paint
+        self._before_waits_for_explanations = False  # its layout with shapes, once the after pane is drawn (_on_shapes)
         self._open_after_paint: str | None = None  # a model to open once the window is painted
 
         self.pass_panel = PassPanel(self.session.config, self)
@@ -163,6 +165,7 @@ class MainWindow(QMainWindow):
                    "the match list": self.match_list.filling, "the before pane's scene": self.before.building,
                    "the after pane's scene": self.after.building, "the after pane's layout": self._after_pending,
                    "the after pane, for the before pane's paint": self._after_waits_for_paint,
+                   "the before pane's shapes, for the explanations": self._before_waits_for_explanations,
                    "the match list's results": self._results_pending is not None,
                    "the explanations": self._explaining is not None}
         return [name for name, under_way in pending.items() if under_way]
@@ -205,7 +208,7 @@ class MainWindow(QMainWindow):
         model, comparison = self.session.model, self.session.comparison
         self._memory_timer.start()  # the last model's memory back to the system once this one is drawn
         self._following.clear()
-        self._after_waits_for_paint = False
+        self._after_waits_for_paint = self._before_waits_for_explanations = False
         for side, pane in self.panes.items():
             pane.clear(f"{'Before' if side == 'before' else 'After'}: {comparison[side == 'after']}"
                        if comparison else None)
@@ -258,20 +261,22 @@ class MainWindow(QMainWindow):
         a worker beside the panes made every paint wait for the interpreter lock (the 20k graph's after pane
         painted 0.6 s late). Then the properties and the presentation show the current match's."""
         if pipeline is None or pipeline.explained:
+            self._before_with_shapes()
             return
         self._explaining = pipeline
 
         def explained() -> None:
             self._explaining = None
-            # They live as long as the fusion (frozen at its end, gui.model_jobs): out of the collector's view
-            # too. Left in it, on the 100k graph, the idle window's collection (_give_back_memory) walked them
-            # and whatever else they made: one call of 109 ms.
-            gc.freeze()
+            self._before_with_shapes()
             self._show_properties(self.selection.current)
             self.presentation.refresh()
 
+        # They live as long as the fusion (frozen at its end, gui.model_jobs): out of the collector's view too, as
+        # they are made. Left in it, on the 100k graph, the idle window's collection (_give_back_memory) walked them
+        # and whatever else they made (one call of 109 ms), and one full collection among the slices took 150 ms.
         QTimer.singleShot(1, self, lambda: run_in_slices(  # the first slice in the next turn, not the list's
-            self, pipeline.explanation_steps(), seconds=EXPLAIN_SLICE_S, at_least=1,
+            self, frozen_as_made(pipeline.explanation_steps(), EXPLAINED_FROZEN_EVERY), seconds=EXPLAIN_SLICE_S,
+            at_least=1,
             current=lambda: self._explaining is pipeline, done=explained))
 
     def _lay_out_after(self) -> None:
@@ -400,10 +405,23 @@ class MainWindow(QMainWindow):
 
     def _on_shapes(self) -> None:
         """A pane drawn or being drawn without shapes: once more, with them. The fused graph's first layout
-        may still be waiting for the match list (_show_pipeline): it will have them."""
+        may still be waiting for the match list (_show_pipeline): it will have them. The before pane's waits
+        until the after pane is drawn and its matches explained: beside the after pane's layout worker, on the
+        100k-node bare graph, the two workers shared the interpreter lock and the after pane came 0.5 s later."""
         for side, pane in self.panes.items():
-            if not pane.asked_with_shapes and not (side == "after" and self._after_pending):
-                self.relayout(side)
+            if pane.asked_with_shapes or (side == "after" and self._after_pending):
+                continue
+            if side == "before" and (self._results_pending is not None or self._explaining is not None):
+                self._before_waits_for_explanations = True
+                continue
+            self.relayout(side)
+
+    def _before_with_shapes(self) -> None:
+        """The before pane's layout with shapes that waited for the after pane and the explanations (_on_shapes)."""
+        if self._before_waits_for_explanations:
+            self._before_waits_for_explanations = False
+            if not self.panes["before"].asked_with_shapes:
+                self.relayout("before")
 
     # ---- layout -------------------------------------------------------------------------------------
     def relayout(self, side: str) -> None:

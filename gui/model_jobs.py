@@ -10,6 +10,7 @@ from functools import partial
 from PySide6.QtWidgets import QStatusBar
 
 from fuselens.core.formats.loaders import LoadedModel
+from fuselens.core.graph import Graph
 from fuselens.gui.workers import WorkerPool, collection_paused
 from fuselens.passes.pipeline import PipelineResult
 from fuselens.session import FusionJob, Session
@@ -20,12 +21,12 @@ TF_SLOT = "tf"  # the one worker slot for work that uses TensorFlow
 
 
 def adopt_static_shapes(pipeline: PipelineResult) -> None:
-    """In the fusion's worker: the provenance composed and indexed, and a bare .pb's shapes, which the passes derived
-    without TensorFlow (core.graph.shapes), taken as both graphs' shapes where TensorFlow's inference would
-    know no more: its edge labels then need no TensorFlow helper (its import, both graphs pickled across)."""
+    """In the fusion's worker: the provenance composed and indexed, and a bare .pb's fused graph's shapes, which the
+    passes derived without TensorFlow (core.graph.shapes), taken as its shapes where TensorFlow's inference would
+    know no more: its edge labels then need no TensorFlow helper (its import, the graphs pickled across). The
+    original graph's are taken in the shape job (`ModelJobs._fused`): the after pane waits for none of it."""
     pipeline.provenance.touched_from()
-    for graph in (pipeline.original, pipeline.fused):
-        graph.adopt_static_shapes()
+    pipeline.fused.adopt_static_shapes()
 
 
 class ModelJobs:
@@ -108,11 +109,19 @@ class ModelJobs:
     def _fused(self, job: FusionJob, pipeline: PipelineResult) -> None:
         if not self.session.fusion_done(job, pipeline):
             return  # superseded by a newer configuration or model
-        shapes = partial(self.tensorflow.infer_shapes, [pipeline.original, pipeline.fused])
+        shapes = partial(self._infer_shapes, [pipeline.original, pipeline.fused])
         self.workers.start(TF_SLOT, "shape inference", shapes, on_finished=lambda _: self._shaped(job),
                            on_error=lambda text: self._failed(job, "Shape inference failed", text),
                            on_cancelled=lambda: self.session.job_failed(job),
                            on_progress=self.status.showMessage)
+
+    def _infer_shapes(self, graphs: list[Graph], progress: Callable[[str], None],
+                      cancelled: Callable[[], bool]) -> None:
+        """Shapes the table derives where TensorFlow would add nothing (Graph.adopt_static_shapes), the rest from
+        the TensorFlow helper."""
+        for graph in graphs:
+            graph.adopt_static_shapes()
+        self.tensorflow.infer_shapes(graphs, progress, cancelled)
 
     def _shaped(self, job: FusionJob) -> None:
         if self.session.shapes_done(job):

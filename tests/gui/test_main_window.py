@@ -333,6 +333,35 @@ def test_a_bare_pb_gets_its_edge_shapes_once_fusion_has_inferred_them(qtbot, win
     assert asked == []
 
 
+def test_a_bare_pbs_before_pane_is_laid_out_with_shapes_once_the_after_pane_is_drawn(qtbot, window, tmp_path):
+    """Its shapes come with the fusion; the before pane's second layout waits for the fused graph's picture and
+    the explanations (_on_shapes): beside the after pane's layout worker, both took the interpreter lock in turn."""
+    from fuselens.core.graph import proto
+    from tests.gui.helpers import WAIT_MS
+
+    laid_out = []
+    relayout = window.relayout
+
+    def recorded(side):
+        pipeline = window.session.pipeline
+        laid_out.append((side, pipeline is not None and window.panes["after"].shown_graph is pipeline.fused,
+                         window._explaining is None and window._results_pending is None))
+        relayout(side)
+
+    window.relayout = recorded
+    bare = proto.GraphDef()
+    bare.CopyFrom(load_model("mobilenet_v2").graph.graph_def)
+    for node in bare.node:
+        node.attr.pop("_output_shapes", None)
+    path = tmp_path / "bare.pb"
+    path.write_bytes(bare.SerializeToString())
+    open_and_wait(qtbot, window, str(path))
+    qtbot.waitUntil(lambda: window.is_idle() and window.panes["before"].drawn_with_shapes, timeout=WAIT_MS)
+    before = [entry for entry in laid_out if entry[0] == "before"]
+    assert len(before) == 2 and before[1][1:] == (True, True), laid_out
+    assert window.session.pipeline.explained
+
+
 def test_a_failing_pass_shows_in_the_match_list_and_the_window_goes_on(qtbot, tmp_path, dialogs, layout_cache,
                                                                        monkeypatch):
     from fuselens.passes import registry
