@@ -7,7 +7,6 @@ passes: the window hands it a layout, a diff status per node and the names to li
 
 from __future__ import annotations
 
-import gc
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -48,14 +47,14 @@ from fuselens.core.layout.change import LayoutChange, edge_key, layout_change
 from fuselens.core.layout.expand import FRAME_HEADER
 from fuselens.core.layout.svg import layout_svg, standalone_svg
 from fuselens.gui.guard import safe_override
-from fuselens.gui.workers import run_in_slices
+from fuselens.gui.workers import frozen_as_made, run_in_slices
 
 SELECTED = QColor("#1a73e8")
 SEARCH_HIT = QColor("#ff6d00")
 LABEL_LOD = 0.45  # below this zoom a label is unreadable: draw boxes only
 EDGE_LABEL_LOD = 0.8
 BUILD_SLICE_S = 0.015  # GUI-thread time per slice of scene items
-FROZEN_EVERY = 2_000  # scene items made between two gc.freeze() calls (see _frozen_as_made)
+FROZEN_EVERY = 2_000  # scene items made between two gc.freeze() calls (see workers.frozen_as_made)
 READABLE_ZOOM = 0.85  # the first view of a big graph: labels and shapes legible
 MIN_FOCUS_ZOOM = 0.7  # centring on a selection never zooms out further than this
 EDGE_COLOURS = {False: "#5f6368", True: "#9aa0a6"}  # data and control edges, by `edge.control`
@@ -404,7 +403,7 @@ class GraphView(QGraphicsView):
         generation = self._build_generation
         steps = chain(self._retiring, (self._add_edge(e) for e in layout.edges),
                       (self._add_node(n, status) for n in layout.nodes.values()), self._gather_picture_parts())
-        run_in_slices(self, _frozen_as_made(steps), seconds=BUILD_SLICE_S, at_least=50,
+        run_in_slices(self, frozen_as_made(steps, FROZEN_EVERY), seconds=BUILD_SLICE_S, at_least=50,
                       current=lambda: generation == self._build_generation,  # else a newer layout replaced it
                       done=self._finish_build)
 
@@ -459,7 +458,8 @@ class GraphView(QGraphicsView):
         generation = self._build_generation
         self.scene().setSceneRect(_scene_rect(layout))
         self._picture_parts = None
-        run_in_slices(self, _frozen_as_made(chain(self._change_steps(change, status), self._gather_picture_parts())),
+        run_in_slices(self, frozen_as_made(chain(self._change_steps(change, status), self._gather_picture_parts()),
+                                          FROZEN_EVERY),
                       seconds=BUILD_SLICE_S, at_least=50,
                       current=lambda: generation == self._build_generation, done=self._finish_build)
 
@@ -884,18 +884,6 @@ def _box_rect(node: LayoutNode, min_width: float, min_height: float) -> QRectF:
     """A box's scene rect, at least this big (so it shows in a far-out picture)."""
     width, height = max(node.width, min_width), max(node.height, min_height)
     return QRectF(node.x - width / 2, node.y - height / 2, width, height)
-
-
-def _frozen_as_made(steps: Iterator[None]) -> Iterator[None]:
-    """A scene build's steps, the items made so far taken out of the collector's view every FROZEN_EVERY steps
-    and at the end, as the pane does with the graph and layout it shows (Pane._show; unfrozen at the next model).
-    Built unfrozen, the 100k graph's 45k items made each full collection walk them all: 80-170 ms, one after
-    another, in the build's slices and in the workers beside them."""
-    for count, step in enumerate(steps, 1):
-        if count % FROZEN_EVERY == 0:
-            gc.freeze()
-        yield step
-    gc.freeze()
 
 
 def _retired(layer: _Layer, items: list[dict], wrappers: list[list]) -> Iterator[None]:

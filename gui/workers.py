@@ -47,6 +47,19 @@ def run_in_slices(context: QObject, steps: Iterator[object], *, seconds: float, 
     done()
 
 
+def frozen_as_made(steps: Iterator[None], every: int) -> Iterator[None]:
+    """GUI-thread steps that make lasting objects (a scene build's items, the matches' explanations), what was made
+    so far taken out of the collector's view every `every` steps and at the end, as the pane does with the graph
+    and layout it shows (Pane._show; unfrozen at the next model). Built unfrozen, the 100k graph's 45k items made
+    each full collection walk them all: 80-170 ms, one after another, in the build's slices and in the workers
+    beside them; its 15k explanations set off one of 150 ms."""
+    for count, step in enumerate(steps, 1):
+        if count % every == 0:
+            gc.freeze()
+        yield step
+    gc.freeze()
+
+
 _PAUSE_LOCK = threading.Lock()
 _pausing = 0  # collection_paused() blocks running
 
