@@ -328,7 +328,10 @@ class GraphView(QGraphicsView):
         self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
         self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
         self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
-        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.SmartViewportUpdate)
+        # One dirty rectangle, their bounding one: the smart (and minimal) mode adds every changed item's rect to a
+        # QRegion first, which costs quadratic time for rects scattered as a layout's boxes are (a stack dump of the
+        # 100k graph's Collapse scope caught QRegion::operator+= in the stall); bench_viewport_updates.py measures it.
+        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.BoundingRectViewportUpdate)
         self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontSavePainterState, True)
         self.setBackgroundBrush(QColor(NodeItem.look.background))
         self.layout_: Layout | None = None
