@@ -67,7 +67,10 @@ PICTURE_MAX_PIXELS = 8_000_000  # a bigger picture (a huge graph near PICTURE_LO
 # BUILD_SLICE_S between which the event loop runs (the last picture, or none, shown meanwhile): the expanded
 # 100k graph's picture took 170-270 ms, all of it in one paint, a GUI-thread stall.
 PICTURE_INLINE_S = 0.025
-PICTURE_CHUNK = 4096  # edges or boxes drawn per step of a picture
+PICTURE_CHUNK = 4096  # edges drawn per step of a picture (one drawLines call each)
+# Boxes per step: grouped by colour in Python first, 4,096 took 15-45 ms a step beside a busy worker (9,000 boxes,
+# the 100k graph's overview), 1,024 took 11-19 ms
+PICTURE_BOX_CHUNK = 1024
 PICTURE_BAND_ROWS = 256  # rows of a picture filled with the background per step (a 32 MB picture's fill: 86 ms)
 
 
@@ -696,8 +699,8 @@ class GraphView(QGraphicsView):
                 for start in range(0, len(lines), PICTURE_CHUNK):
                     painter.drawLines(lines[start:start + PICTURE_CHUNK])
                     yield
-            for start in range(0, len(parts.boxes), PICTURE_CHUNK):
-                stop = start + PICTURE_CHUNK
+            for start in range(0, len(parts.boxes), PICTURE_BOX_CHUNK):
+                stop = start + PICTURE_BOX_CHUNK
                 groups: dict[tuple, tuple[NodeItem, list[QRectF]]] = {}  # by what decides a box's colours and border
                 for item, rect, dashed in zip(parts.boxes[start:stop], parts.rects(2 / zoom, 1 / zoom, start, stop),
                                               parts.dashed[start:stop], strict=True):

@@ -135,6 +135,7 @@ def test_a_picture_too_slow_for_one_paint_is_drawn_in_slices_the_last_one_shown_
     assert pixel_at_box(view, key).name() == fill  # drawn in its paint: a small graph's picture is quick
     monkeypatch.setattr(graph_view, "PICTURE_INLINE_S", 0.0)
     monkeypatch.setattr(graph_view, "PICTURE_CHUNK", 8)  # a step per 8 edges or boxes: many slices
+    monkeypatch.setattr(graph_view, "PICTURE_BOX_CHUNK", 8)
     drawn_at = view.zoom_level()
     view.zoom(0.8)
     view.centerOn(view.items_by_key[key].node.x, view.items_by_key[key].node.y)
@@ -148,6 +149,7 @@ def test_a_layout_drawn_as_a_picture_is_painted_once_its_picture_is_in(far_view,
     view, _ = far_view
     monkeypatch.setattr(graph_view, "PICTURE_INLINE_S", 0.0)
     monkeypatch.setattr(graph_view, "PICTURE_CHUNK", 8)
+    monkeypatch.setattr(graph_view, "PICTURE_BOX_CHUNK", 8)
     painted = []
     view.painted.connect(lambda: painted.append(view._picture is not None and not view._picture_drawing))
     view.show_layout(view.layout_, keep_view=True)  # as Expand all does: the view stays far out
@@ -165,7 +167,7 @@ from fuselens.core.formats.samples import sample_path
 from fuselens.core.layout import LayoutCache, layout_graph
 from fuselens.gui import graph_view
 from fuselens.gui.graph_view import PICTURE_LOD, GraphView
-graph_view.PICTURE_INLINE_S, graph_view.PICTURE_CHUNK = 0.0, 8
+graph_view.PICTURE_INLINE_S, graph_view.PICTURE_CHUNK, graph_view.PICTURE_BOX_CHUNK = 0.0, 8, 8
 view = GraphView()
 view.resize(600, 500)
 view.show()
