@@ -10,7 +10,6 @@ from functools import partial
 from PySide6.QtWidgets import QStatusBar
 
 from fuselens.core.formats.loaders import LoadedModel
-from fuselens.core.graph import Graph
 from fuselens.gui.workers import WorkerPool, collection_paused
 from fuselens.passes.pipeline import PipelineResult
 from fuselens.session import FusionJob, Session
@@ -109,19 +108,18 @@ class ModelJobs:
     def _fused(self, job: FusionJob, pipeline: PipelineResult) -> None:
         if not self.session.fusion_done(job, pipeline):
             return  # superseded by a newer configuration or model
-        shapes = partial(self._infer_shapes, [pipeline.original, pipeline.fused])
+        shapes = partial(self._infer_shapes, pipeline)
         self.workers.start(TF_SLOT, "shape inference", shapes, on_finished=lambda _: self._shaped(job),
                            on_error=lambda text: self._failed(job, "Shape inference failed", text),
                            on_cancelled=lambda: self.session.job_failed(job),
                            on_progress=self.status.showMessage)
 
-    def _infer_shapes(self, graphs: list[Graph], progress: Callable[[str], None],
+    def _infer_shapes(self, pipeline: PipelineResult, progress: Callable[[str], None],
                       cancelled: Callable[[], bool]) -> None:
-        """Shapes the table derives where TensorFlow would add nothing (Graph.adopt_static_shapes), the rest from
-        the TensorFlow helper."""
-        for graph in graphs:
-            graph.adopt_static_shapes()
-        self.tensorflow.infer_shapes(graphs, progress, cancelled)
+        """The original graph's shapes where the table derives all TensorFlow would (Graph.adopt_static_shapes; the
+        fused graph's were taken in the fusion's worker), then the rest of both graphs' from the TensorFlow helper."""
+        pipeline.original.adopt_static_shapes()
+        self.tensorflow.infer_shapes([pipeline.original, pipeline.fused], progress, cancelled)
 
     def _shaped(self, job: FusionJob) -> None:
         if self.session.shapes_done(job):
