@@ -106,8 +106,10 @@ class ModelJobs:
             self._fused(job, run.pipeline)
 
     def _fused(self, job: FusionJob, pipeline: PipelineResult) -> None:
+        replaced = self.session.pipeline
         if not self.session.fusion_done(job, pipeline):
             return  # superseded by a newer configuration or model
+        self.workers.releaser.release(replaced)
         shapes = partial(self._infer_shapes, pipeline)
         self.workers.start(TF_SLOT, "shape inference", shapes, on_finished=lambda _: self._shaped(job),
                            on_error=lambda text: self._failed(job, "Shape inference failed", text),

@@ -160,6 +160,7 @@ class Pane(QWidget):
         if graph is not self.graph:
             self.dropped.emit(layout.collapsed)
             return  # the pane was given another graph meanwhile
+        self.workers.releaser.release(self.shown, self.shown_graph)  # freed whole, each was a stall on a big graph
         self.shown, self.shown_graph, self.drawn_with_shapes = layout, graph, with_shapes
         # set first: a small scene is built at once, and the built signal's apply_diff reads it
         made_by = status.provenance if isinstance(status, DiffStatus) else None

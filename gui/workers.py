@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import sys
 import threading
 import time
 import traceback
@@ -58,6 +59,128 @@ def frozen_as_made(steps: Iterator[None], every: int) -> Iterator[None]:
             gc.freeze()
         yield step
     gc.freeze()
+
+
+# Releaser: how many entries of a container go in one piece, how often it looks whether the objects it holds are
+# held elsewhere too, and for how long.
+RELEASE_PIECE = 2000
+RELEASE_POLL_S = 0.1
+RELEASE_WAIT_S = 30.0
+
+
+class Releaser:
+    """Big Qt-free objects the window lets go of (a superseded pipeline, the fused graph and layout a pane showed),
+    freed a piece at a time on a thread of their own. Dropped at once on the GUI thread, on the 100k-node graph each
+    one's freeing was one deallocation run of 15-90 ms with the interpreter lock held (a pipeline's 15k matches and
+    explanations, a graph's tables): a GUI-thread stall after each fusion. Freed in pieces, the interpreter lock
+    changes hands between them; freed in the GUI thread's slices instead, the checks cost more than the freeing.
+
+    An object is taken apart only once this releaser holds the only reference to it (a pane or the view may still
+    draw from it for a moment); one still held elsewhere after RELEASE_WAIT_S is let go as it is, for its last holder
+    to free. Nothing with a Qt object in it: those must go on the GUI thread."""
+
+    def __init__(self) -> None:
+        self._held: list[tuple[object, float]] = []
+        self._lock = threading.Condition()
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+
+    def release(self, *objects: object) -> None:
+        """Let go of these (None is skipped): freed in pieces once nothing else holds them."""
+        deadline = time.monotonic() + RELEASE_WAIT_S
+        with self._lock:
+            if self._stopped:
+                return
+            self._held.extend((held, deadline) for held in objects if held is not None)
+            if self._held and self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="fuselens-releaser", daemon=True)
+                self._thread.start()
+            self._lock.notify()
+
+    @property
+    def holding(self) -> int:
+        """How many objects wait to be freed."""
+        with self._lock:
+            return len(self._held)
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Free what is held as it is and end the thread (the window closes)."""
+        with self._lock:
+            self._stopped = True
+            self._held.clear()
+            self._lock.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout_s)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if self._stopped:
+                    self._thread = None
+                    return
+                batch, self._held = self._held, []
+            waiting = []
+            while batch:
+                held, deadline = batch.pop()
+                alone = sys.getrefcount(held) <= _SOLE_REFERENCES  # `held` is its only reference
+                if alone and _has_parts(held, among_few=True):
+                    for _ in _taken_apart(held):
+                        pass  # the interpreter lock may pass to the GUI thread between two pieces
+                elif not alone and time.monotonic() < deadline:
+                    waiting.append((held, deadline))
+                del held
+            with self._lock:
+                arrived = bool(self._held)
+                self._held.extend(waiting)
+                if not arrived and not self._stopped:  # look again in a while at those held elsewhere
+                    self._lock.wait(RELEASE_POLL_S if waiting else None)
+
+
+def _has_parts(value: object, *, among_few: bool = False) -> bool:
+    """Whether `value` is worth taking apart: a big dict or list (any one among few: an object's attributes, a
+    pipeline's list of pass results), or an object (not a class) among few with such a list or dict among its own
+    attributes (a graph, a pass's result). The entries of a big list or dict are freed whole, unless they are big
+    lists or dicts themselves: looking into each of them (the 100k graph's 15k matches, a layout's boxes) cost more
+    than freeing them."""
+    if isinstance(value, (dict, list)):
+        return len(value) > (0 if among_few else RELEASE_PIECE // 10)
+    attributes = getattr(value, "__dict__", None) if among_few else None
+    return isinstance(attributes, dict) and not isinstance(value, type) and any(
+        isinstance(part, (dict, list)) and len(part) > RELEASE_PIECE // 10 for part in attributes.values())
+
+
+def _references_of_a_sole_local() -> int:
+    """What sys.getrefcount reports for an object that only a local name holds (the count includes its own
+    argument, and the interpreter has counted one more or not across versions)."""
+    probe = object()
+    return sys.getrefcount(probe)
+
+
+_SOLE_REFERENCES = _references_of_a_sole_local()
+
+
+def _taken_apart(root: object) -> Iterator[None]:
+    """Steps that free `root` (held by nothing else) a piece at a time: the entries of each big dict or list, and
+    the attributes of each object, held by nothing but what is taken apart, RELEASE_PIECE a step, depth first.
+    What has neither (an array, a protobuf message, a tuple) is freed whole, as it is let go."""
+    stack = [root]
+    del root
+    while stack:
+        held = stack[-1]
+        entries = held if isinstance(held, (dict, list)) else vars(held)
+        if not entries:
+            stack.pop()
+            del held, entries
+            continue
+        few = len(entries) <= RELEASE_PIECE // 10
+        for _ in range(min(RELEASE_PIECE, len(entries))):
+            value = entries.pop() if isinstance(entries, list) else entries.popitem()[1]
+            if sys.getrefcount(value) <= _SOLE_REFERENCES and _has_parts(value, among_few=few):
+                stack.append(value)
+            del value
+        del held, entries
+        yield
 
 
 _PAUSE_LOCK = threading.Lock()
@@ -158,6 +281,7 @@ class WorkerPool(QObject):
         self._running: dict[str, Worker] = {}
         self._waiting: dict[str, Worker] = {}
         self._shut = False  # after shutdown nothing starts (see start)
+        self.releaser = Releaser()  # what the workers' results replace is freed in pieces
 
     def start(self, slot: str, name: str, task: Task, *, on_finished: Callable[[Any], None],
               on_error: Callable[[str], None], on_progress: Callable[[str], None] | None = None,
@@ -235,6 +359,7 @@ class WorkerPool(QObject):
         """Cancel everything and wait for the threads; True when none is left running. Nothing starts after."""
         self._shut = True
         self.cancel_all()
+        self.releaser.stop()
         return self.pool.waitForDone(timeout_ms)
 
 

@@ -166,3 +166,62 @@ def test_a_task_that_ended_lets_go_of_what_it_held(qtbot):
     qtbot.wait(20)
     gc.collect()
     assert [ref() is None for ref in refs] == [True, True, True]
+
+
+class _Part:
+    """An object of attributes, as a pipeline or a graph is."""
+
+    def __init__(self, size: int):
+        self.rows = [_Leaf() for _ in range(size)]
+        self.table = {f"n{i}": (i, i + 1) for i in range(size)}
+
+
+class _Leaf:
+    pass
+
+
+def test_the_releaser_frees_an_object_in_pieces_once_nothing_else_holds_it(qtbot, monkeypatch):
+    """A big object let go is freed a piece per step, no step freeing more than RELEASE_PIECE entries of one
+    container, and only once the releaser is its last holder: while a pane still holds it, it stays whole."""
+    import fuselens.gui.workers as workers
+
+    monkeypatch.setattr(workers, "RELEASE_POLL_S", 0.01)
+    pool = WorkerPool()
+    big = _Part(3 * workers.RELEASE_PIECE)
+    freed, rows = weakref.ref(big), [weakref.ref(row) for row in big.rows]
+    still_held = [big]  # another holder (a pane still drawing from it)
+    pool.releaser.release(big)
+    del big
+    qtbot.wait(100)
+    assert freed() is not None and all(row() is not None for row in rows)  # whole while held elsewhere
+    alive: list[int] = []
+    real_taken_apart = workers._taken_apart
+
+    def counted(root):
+        for step in real_taken_apart(root):
+            yield step
+            alive.append(sum(row() is not None for row in rows))
+
+    monkeypatch.setattr(workers, "_taken_apart", counted)
+    still_held.clear()
+    qtbot.waitUntil(lambda: freed() is None, timeout=5000)
+    assert pool.releaser.holding == 0 and not any(row() for row in rows)
+    drops = [before - after for before, after in pairwise([len(rows), *alive])]
+    assert max(drops) <= workers.RELEASE_PIECE and sum(1 for d in drops if d) >= 3  # a piece a step
+    pool.shutdown()
+
+
+def test_the_releaser_lets_go_of_an_object_still_held_elsewhere_after_a_while(qtbot, monkeypatch):
+    """One still held after RELEASE_WAIT_S is dropped as it is: its other holder's object is left whole."""
+    import fuselens.gui.workers as workers
+
+    monkeypatch.setattr(workers, "RELEASE_POLL_S", 0.01)
+    monkeypatch.setattr(workers, "RELEASE_WAIT_S", 0.05)
+    pool = WorkerPool()
+    size = 3 * workers.RELEASE_PIECE
+    kept = _Part(size)
+    pool.releaser.release(kept, None)
+    qtbot.waitUntil(lambda: pool.releaser.holding == 0, timeout=5000)
+    assert len(kept.rows) == size and len(kept.table) == size
+    pool.shutdown()
+    assert not any(thread.name == "fuselens-releaser" for thread in threading.enumerate())
