@@ -772,7 +772,7 @@ class Graph:
         if dangling:
             more = f" (+{len(dangling) - 3} more)" if len(dangling) > 3 else ""
             problems.append(f"inputs name missing nodes: {'; '.join(dangling[:3])}{more}")
-        if not problems and len(self.topological_order()) != len(self.nodes):
+        if not problems and len(self.topological_ids()) != len(self.nodes):
             problems.append("the graph has a cycle outside a TensorFlow while loop")
         if problems:
             raise FuseLensError(f"{self.source}: " + "; ".join(problems))
