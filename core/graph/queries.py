@@ -385,6 +385,12 @@ class Graph:
         names = self._names
         return [names[producer] for producer, port in self._input_ports(name) if port < 0]
 
+    def input_keys(self, name: str) -> list[tuple[str, int]]:
+        """The data inputs as (producer, port), in slot order: the keys of a table of output shapes, with no
+        TensorRef made (shape derivation asks it of every node; the TensorRefs were a fifth of its time)."""
+        names = self._names
+        return [(names[producer], port) for producer, port in self._input_ports(name) if port >= 0]
+
     def input_nodes(self, name: str) -> list[str]:
         """The nodes read by the data inputs, in slot order: pattern matching and the BatchNorm checks ask for
         names only, and a TensorRef made per input was most of `inputs`' cost."""

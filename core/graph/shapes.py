@@ -40,6 +40,7 @@ BROADCASTING = frozenset({
 })
 REDUCTIONS = frozenset({"Mean", "Sum", "Max", "Min", "Prod", "All", "Any", "EuclideanNorm"})
 BATCH_NORMS = frozenset({"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"})
+TRACKED_VALUES = frozenset({"Shape", "Identity", "Pack", "StridedSlice"})  # the ops Known.track_value follows
 
 
 # Outputs whose shape TensorFlow's own inference leaves unknown too (FusedBatchNormV3's reserve_space_3: its
@@ -116,12 +117,13 @@ def infer_static_shapes(graph: Graph, carried: Carried | None = None) -> Derived
         if "_output_shapes" in node.attr:
             outputs = [proto.shape_tuple(shape) for shape in node.attr["_output_shapes"].list.shape]
         else:
-            inputs = [shapes.get((ref.node, ref.port)) for ref in graph.inputs(name)]
+            inputs = [shapes.get(key) for key in graph.input_keys(name)]
             function = _FUNCTIONS.get(node.op)
             outputs = function(known, node, inputs) if function is not None else []
         for port, shape in enumerate(outputs):
             shapes[(name, port)] = shape
-        known.track_value(node)
+        if node.op in TRACKED_VALUES:
+            known.track_value(node)
         if same is not None and (not same[i] or graph.const_source(name) is not None
                                  or _derived_otherwise(name, outputs, known, old_shapes, old_values)):
             stale.update(graph.consumer_nodes(name))
