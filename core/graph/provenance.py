@@ -55,7 +55,7 @@ class Provenance:
 
     def record(self, rewrite: Rewrite) -> None:
         self.rewrites.append(rewrite)
-        sources = frozenset().union(*(self._origin.get(n, frozenset((n,))) for n in rewrite.before))
+        sources = self._sources(rewrite) if rewrite.after else frozenset()
         for name in rewrite.removed:
             self._origin.pop(name, None)
             self._removed.add(name)
@@ -65,6 +65,18 @@ class Provenance:
             self._touched.add(name)
             self._by_rewrite[name] = rewrite
         self._touched_from = None
+
+    def _sources(self, rewrite: Rewrite) -> frozenset[str]:
+        """The original nodes a rewrite's nodes came from; for a removal alone (a pass's dead constants, thousands
+        of them on a big graph) none is asked: a set of one per name was most of the 100k graph's provenance."""
+        sources: set[str] = set()
+        for name in rewrite.before:
+            found = self._origin.get(name)
+            if found is None:
+                sources.add(name)
+            else:
+                sources.update(found)
+        return frozenset(sources)
 
     # final graph -> original graph
     def origins(self, final_name: str) -> frozenset[str]:
@@ -92,10 +104,11 @@ class Provenance:
         """Original node -> the touched final nodes made from it, indexed once per set of rewrites (a window's
         fusion worker asks first: 30 ms on the 100k graph, else in the GUI thread at the first selection)."""
         if self._touched_from is None:
-            self._touched_from = defaultdict(list)
-            for name in self._touched:
-                for source in self.origins(name):
-                    self._touched_from[source].append(name)
+            touched_from, origin = defaultdict(list), self._origin
+            for name in self._touched:  # a touched node has its origins recorded, or none left (removed later)
+                for source in origin.get(name, ()):
+                    touched_from[source].append(name)
+            self._touched_from = touched_from
         return self._touched_from
 
     def status(self, final_name: str) -> Status:
