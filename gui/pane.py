@@ -160,7 +160,9 @@ class Pane(QWidget):
         if graph is not self.graph:
             self.dropped.emit(layout.collapsed)
             return  # the pane was given another graph meanwhile
-        self.workers.releaser.release(self.shown, self.shown_graph)  # freed whole, each was a stall on a big graph
+        # what this replaces, freed in pieces (freed whole, each was a stall on a big graph); a layout of the graph
+        # shown already (a box opened, Expand all) replaces the layout only
+        self.workers.releaser.release(self.shown, self.shown_graph if self.shown_graph is not graph else None)
         self.shown, self.shown_graph, self.drawn_with_shapes = layout, graph, with_shapes
         # set first: a small scene is built at once, and the built signal's apply_diff reads it
         made_by = status.provenance if isinstance(status, DiffStatus) else None
