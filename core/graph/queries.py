@@ -202,6 +202,7 @@ class Graph:
             name: value for name, value in source_graph._const_values.items()
             if (i := ids.get(name)) is not None and source[i] >= 0}
         self._const_chains: dict[frozenset[str], dict[str, tuple[str, ...] | None]] = {}
+        self._fused_infos: dict[str, FusedInfo | None] = {}
         if validate:
             self.validate(duplicates)
 
@@ -351,9 +352,17 @@ class Graph:
         return self.nodes.holding(_FUSION_PASS_KEY)
 
     def fused_info(self, name: str) -> FusedInfo | None:
-        """The fusion record of a fused call node (None for any other node)."""
+        """The fusion record of a fused call node (None for any other node); read once per node and kept: the
+        layout asks it 3-4 times of each of the 100k graph's 18k fused nodes, and each read decoded the node."""
         if name not in self._maybe_fused:  # the layout asks of every node, and most are not fused
             return None
+        try:
+            return self._fused_infos[name]
+        except KeyError:
+            info = self._fused_infos[name] = self._read_fused_info(name)
+            return info
+
+    def _read_fused_info(self, name: str) -> FusedInfo | None:
         attrs = self.node(name).attr
         if FUSION_PASS_ATTR not in attrs:
             return None
@@ -656,6 +665,12 @@ class Graph:
         ops = self._op_names
         return b"\n".join(["\0".join(self._names).encode(), "\0".join([ops[code] for code in self._ops]).encode(),
                            bytes(self._in_start), bytes(self._in_node), bytes(self._in_port)])
+
+    def op_types(self) -> set[str]:
+        """The ops the graph's nodes have, from the op codes: no node decoded (the window asks before each
+        fusion; reading every node's op took 80 ms on a 100k-node graph)."""
+        ops = self._op_names
+        return {ops[code] for code in np.unique(np.frombuffer(self._ops, dtype=np.int32)).tolist()}
 
     def op_histogram(self) -> dict[str, int]:
         counts: dict[str, int] = defaultdict(int)
