@@ -73,7 +73,7 @@ def fusion_needs_tensorflow(graph: Graph) -> bool:
     (TensorFlow's registry), in the graph or in a function body. Otherwise the passes' every question is
     answered from the protobuf, a bare .pb's shapes included (core.graph.shapes derives them, as for
     `fuselens fuse`; TensorFlow's shape inference is only for the edge labels, asked afterwards)."""
-    ops = {node.op for node in graph} | {node.op for f in graph.functions.values() for node in f.node_def}
+    ops = graph.op_types() | {node.op for f in graph.functions.values() for node in f.node_def}
     return not all(op in graph.functions or opdefs.in_table(op) for op in ops)
 
 

@@ -77,3 +77,16 @@ def test_missing_producers_are_numbered_in_the_order_they_are_read_as_afresh():
     afresh = Graph.from_bytes(built.to_bytes(), validate=False)
     assert _indexes(built) == _indexes(afresh)
     assert list(built._missing) == ["vanished", "split", "ghost", "gone"]
+
+
+def test_the_op_types_are_those_of_the_nodes_left_after_an_edit():
+    """Graph.op_types reads the op codes, which an edit's graph keeps for ops none of its nodes has any more."""
+    graph = Graph.from_nodes([make_node("Placeholder", "x", []), make_node("Relu", "r", ["x"]),
+                              make_node("Abs", "a", ["r"])])
+    editor = graph.editor()
+    editor.remove("r")
+    editor.set_input("a", 0, "x")
+    editor.add(make_node("Neg", "n", ["a"]))
+    edited = editor.build()
+    assert graph.op_types() == {"Placeholder", "Relu", "Abs"}
+    assert edited.op_types() == {node.op for node in edited} == {"Placeholder", "Abs", "Neg"}
