@@ -353,7 +353,8 @@ class Graph:
 
     def fused_info(self, name: str) -> FusedInfo | None:
         """The fusion record of a fused call node (None for any other node); read once per node and kept: the
-        layout asks it 3-4 times of each of the 100k graph's 18k fused nodes, and each read decoded the node."""
+        layout asks it 3-4 times of each drawn node (72,736 asks of the fused 100k graph's 18k), each decoding
+        a fused one."""
         if name not in self._maybe_fused:  # the layout asks of every node, and most are not fused
             return None
         try:

@@ -155,8 +155,9 @@ def visible_graph(graph: Graph, collapsed: Iterable[str] = (), only: Iterable[st
         const_owner = {const: consumer for const, consumer in folded.items() if consumer in inside}
     owner: dict[str, str] = {}
     members: dict[str, list[str]] = defaultdict(list)
-    for name in drawn:
-        scope = _collapsed_scope(drawn_name(graph, name), collapsed)
+    shown_as = drawn_names(graph, drawn)  # the boxes' scopes here, the collapsible scopes at the end
+    for name, drawn_as in zip(drawn, shown_as):
+        scope = _collapsed_scope(drawn_as, collapsed)
         key = SCOPE_PREFIX + scope if scope else name
         owner[name] = key
         members[key].append(name)
@@ -198,7 +199,7 @@ def visible_graph(graph: Graph, collapsed: Iterable[str] = (), only: Iterable[st
             seen.add(edge_id)
             label = "" if ref.control else format_shape(tensor_shape(graph, ref.node, ref.port))
             edges.append(LayoutEdge(source, target, str(ref), label, ref.control))
-    return Layout(nodes, edges, owner, collapsed=collapsed, scopes=collapsible_scopes(drawn_names(graph, drawn)))
+    return Layout(nodes, edges, owner, collapsed=collapsed, scopes=collapsible_scopes(shown_as))
 
 
 def drawn_names(graph: Graph, drawn: Iterable[str] | None = None) -> list[str]:
